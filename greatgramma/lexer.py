@@ -1,0 +1,252 @@
+"""The grammar's terminals as one minimal byte-level DFA whose accepting states name the winning terminal.
+
+Paper section 3.1: the lexing automaton. The lexing transducer that runs on it (maximal munch,
+one byte of lookahead) is :meth:`LexerDFA.feed`: when a byte has no live transition, the
+current lexeme ends (it must be accepting) and the byte starts the next one from ``start``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import GrammarError, ResourceLimitError
+from .regex import ByteNFA, compile_regex
+
+DEAD = -1
+
+
+@dataclass(frozen=True)
+class TerminalSpec:
+    """One terminal as Lark resolved it."""
+
+    name: str
+    pattern: str  # Python regex source
+    is_string: bool  # a string literal (wins ties against a regex of equal priority)
+    priority: int
+    max_width: int
+    value_len: int
+    ignored: bool
+
+    @property
+    def display(self) -> str:
+        if self.is_string or self.name.startswith("__"):
+            return f"{self.name} ({self.pattern!r})"
+        return self.name
+
+    def tie_key(self) -> tuple:
+        """Lark's basic lexer order: priority, then string over regex, then longest pattern, then name."""
+        return (-self.priority, 0 if self.is_string else 1, -self.max_width, -self.value_len, self.name)
+
+
+@dataclass(frozen=True, eq=False)
+class LexerDFA:
+    """Minimal DFA over bytes for the union of all terminals; state 0 is the start."""
+
+    delta: np.ndarray  # int32[Q, 256], DEAD where no live transition
+    accept: np.ndarray  # int32[Q], winning terminal index or DEAD
+    prod: np.ndarray  # bool[Q, T], terminals whose lexeme can still be completed from the state
+    terminals: tuple[TerminalSpec, ...]
+
+    @property
+    def num_states(self) -> int:
+        return int(self.delta.shape[0])
+
+    def feed(self, state: int, data: bytes) -> tuple[list[int], int] | None:
+        """Run the lexing transducer: (terminals emitted, end state), or None at a dead end."""
+        delta, accept = self.delta, self.accept
+        out: list[int] = []
+        for b in data:
+            nxt = delta[state, b]
+            if nxt == DEAD:
+                term = accept[state]
+                if term == DEAD:
+                    return None
+                out.append(int(term))
+                nxt = delta[0, b]
+                if nxt == DEAD:
+                    return None
+            state = int(nxt)
+        return out, state
+
+
+# ---------------------------------------------------------------- construction
+
+
+def _byte_classes(nfas: list[ByteNFA]) -> tuple[np.ndarray, list[int]]:
+    """Partition 0..255 so that every NFA edge accepts whole classes; returns class_of_byte and masks."""
+    masks = {m for nfa in nfas for edges in nfa.edges for m, _ in edges}
+    parts = [(1 << 256) - 1]
+    for m in masks:
+        nxt = []
+        for p in parts:
+            a, b = p & m, p & ~m
+            nxt.extend(x for x in (a, b) if x)
+        parts = nxt
+    class_of_byte = np.zeros(256, dtype=np.int32)
+    for c, p in enumerate(parts):
+        for b in range(256):
+            if p >> b & 1:
+                class_of_byte[b] = c
+    return class_of_byte, parts
+
+
+def _closure(nfa: ByteNFA, states) -> frozenset[int]:
+    seen = set(states)
+    stack = list(states)
+    while stack:
+        s = stack.pop()
+        for t in nfa.eps[s]:
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return frozenset(seen)
+
+
+def _terminal_dfa(nfa: ByteNFA, parts: list[int], lazy: bool, max_states: int, name: str):
+    """Subset construction for one terminal; returns (trans rows over classes, accepting flags), trimmed."""
+    reps = [(p & -p).bit_length() - 1 for p in parts]
+    class_cache: dict[int, list[int]] = {}
+
+    def classes(mask: int) -> list[int]:
+        got = class_cache.get(mask)
+        if got is None:
+            got = class_cache[mask] = [c for c, r in enumerate(reps) if mask >> r & 1]
+        return got
+
+    start = _closure(nfa, [nfa.start])
+    index = {start: 0}
+    sets = [start]
+    trans: list[list[int]] = []
+    i = 0
+    while i < len(sets):
+        cur = sets[i]
+        buckets: dict[int, set[int]] = {}
+        for s in cur:
+            for mask, t in nfa.edges[s]:
+                for c in classes(mask):
+                    buckets.setdefault(c, set()).add(t)
+        row = [DEAD] * len(parts)
+        if not (lazy and nfa.final in cur):  # shortest match: an accepted lexeme goes no further
+            for c, targets in buckets.items():
+                nxt = _closure(nfa, targets)
+                j = index.get(nxt)
+                if j is None:
+                    if len(sets) >= max_states:
+                        raise ResourceLimitError(
+                            f"terminal {name}: lexer DFA exceeds {max_states} states; "
+                            "simplify the pattern or raise max_dfa_states"
+                        )
+                    j = index[nxt] = len(sets)
+                    sets.append(nxt)
+                row[c] = j
+        trans.append(row)
+        i += 1
+    accepting = [nfa.final in s for s in sets]
+    # trim: keep states from which an accepting state is reachable
+    live = list(accepting)
+    changed = True
+    while changed:
+        changed = False
+        for q, row in enumerate(trans):
+            if not live[q] and any(t != DEAD and live[t] for t in row):
+                live[q] = changed = True
+    for row in trans:
+        for c, t in enumerate(row):
+            if t != DEAD and not live[t]:
+                row[c] = DEAD
+    return trans, accepting, live[0]
+
+
+def _minimize(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Moore partition refinement, keeping state 0 as the start."""
+    _, labels = np.unique(accept, return_inverse=True)
+    labels = labels.astype(np.int64)
+    n = labels.max() + 1
+    while True:
+        succ = np.where(trans >= 0, labels[np.maximum(trans, 0)], -1)
+        sig = np.concatenate([labels[:, None], succ], axis=1)
+        _, new = np.unique(sig, axis=0, return_inverse=True)
+        new = new.reshape(-1).astype(np.int64)
+        m = new.max() + 1
+        labels = new
+        if m == n:
+            break
+        n = m
+    # renumber so the start's block is 0, in order of first appearance
+    order = {}
+    for q in range(len(labels)):
+        order.setdefault(int(labels[q]), len(order))
+    remap = np.array([order[int(x)] for x in range(n)], dtype=np.int64)
+    labels = remap[labels]
+    reps = np.zeros(n, dtype=np.int64)
+    reps[labels[::-1]] = np.arange(len(labels))[::-1]
+    new_trans = np.where(trans[reps] >= 0, labels[np.maximum(trans[reps], 0)], DEAD).astype(np.int32)
+    return new_trans, accept[reps].astype(np.int32)
+
+
+def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int) -> np.ndarray:
+    """prod[q, T]: some accepting state for T is reachable from q (q itself included)."""
+    q = delta.shape[0]
+    prod = np.zeros((q, num_terminals), dtype=bool)
+    acc = accept >= 0
+    prod[np.nonzero(acc)[0], accept[acc]] = True
+    src, dst = np.nonzero(delta >= 0)
+    pairs = np.unique(np.stack([src, delta[src, dst]], axis=1), axis=0)
+    src, dst = pairs[:, 0], pairs[:, 1]
+    while True:
+        new = prod.copy()
+        np.logical_or.at(new, src, prod[dst])
+        if np.array_equal(new, prod):
+            return prod
+        prod = new
+
+
+def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000) -> LexerDFA:
+    """Compile all terminals into one minimal byte DFA (ties broken as Lark's basic lexer breaks them)."""
+    infos = [compile_regex(t.name, t.pattern) for t in terminals]
+    class_of_byte, parts = _byte_classes([i.nfa for i in infos])
+    per_term = []
+    for t, info in zip(terminals, infos):
+        trans, accepting, nonempty = _terminal_dfa(info.nfa, parts, info.lazy, max_states, t.name)
+        if accepting[0]:
+            raise GrammarError(f"terminal {t.display} matches the empty string; give it at least one character")
+        if not nonempty:
+            raise GrammarError(f"terminal {t.display} matches nothing")
+        per_term.append((trans, accepting))
+    rank = sorted(range(len(terminals)), key=lambda i: terminals[i].tie_key())
+    rank_of = {term: r for r, term in enumerate(rank)}
+
+    # product construction over sparse tuples of live (terminal, state) components
+    start = tuple((i, 0) for i in range(len(terminals)))
+    index = {start: 0}
+    tuples = [start]
+    rows: list[list[int]] = []
+    accept: list[int] = []
+    nclass = len(parts)
+    i = 0
+    while i < len(tuples):
+        tup = tuples[i]
+        winners = [t for t, s in tup if per_term[t][1][s]]
+        accept.append(min(winners, key=rank_of.__getitem__) if winners else DEAD)
+        row = [DEAD] * nclass
+        for c in range(nclass):
+            nxt = tuple((t, n) for t, s in tup if (n := per_term[t][0][s][c]) != DEAD)
+            if not nxt:
+                continue
+            j = index.get(nxt)
+            if j is None:
+                if len(tuples) >= max_states:
+                    raise ResourceLimitError(
+                        f"lexer DFA exceeds {max_states} states; simplify the terminals or raise max_dfa_states"
+                    )
+                j = index[nxt] = len(tuples)
+                tuples.append(nxt)
+            row[c] = j
+        rows.append(row)
+        i += 1
+    trans, acc = _minimize(np.array(rows, dtype=np.int32), np.array(accept, dtype=np.int32))
+    delta = trans[:, class_of_byte]
+    prod = _producible(delta, acc, len(terminals))
+    return LexerDFA(delta=np.ascontiguousarray(delta), accept=acc, prod=prod, terminals=tuple(terminals))

@@ -1,0 +1,246 @@
+"""The token-level lexing transducer (paper section 3.1-3.2), built with array operations over the vocabulary.
+
+For a lexer state q and a token t, running t's bytes through the lexing transducer gives the
+parser-visible terminals it completes and the lexer state it ends in. We call that pair an
+*outcome* and intern it, so tokens with the same outcome share all later work (the outcomes
+reached from the lexer states are the paper's realizable terminal sequences, and grouping tokens
+by outcome is its inverse token spanner table).
+
+Two facts make this cheap. After a lexeme ends, the transducer restarts from the start state,
+so everything a token does after its first emission is independent of q: it is computed once
+per (token, byte offset), for all offsets together. And the part before the first emission is
+a walk of the token trie from q that stops at the first dead byte, sharing token prefixes.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lexer import DEAD, LexerDFA
+
+END = -2  # outcome row kind: no further terminal, just the end state
+
+
+@dataclass(frozen=True, eq=False)
+class TokenTrie:
+    """The distinct non-empty token byte strings, sorted, as a padded byte matrix with trie levels."""
+
+    strings: tuple[bytes, ...]
+    matrix: np.ndarray  # uint8[n, L], zero padded
+    lengths: np.ndarray  # int32[n]
+    offsets: np.ndarray  # int64[n + 1]: flat index of (string, byte position)
+    level_starts: tuple[np.ndarray, ...]  # [d]: sorted first strings of the trie nodes at depth d + 1
+    token_of_string_ptr: np.ndarray  # CSR: token ids with the bytes of string i
+    token_of_string: np.ndarray
+
+    @classmethod
+    def build(cls, token_bytes: list[bytes | None] | tuple[bytes | None, ...]) -> "TokenTrie":
+        by_string: dict[bytes, list[int]] = {}
+        for tid, b in enumerate(token_bytes):
+            if b:
+                by_string.setdefault(b, []).append(tid)
+        strings = tuple(sorted(by_string))
+        n = len(strings)
+        lengths = np.fromiter((len(s) for s in strings), dtype=np.int32, count=n)
+        width = int(lengths.max()) if n else 1
+        flat = np.frombuffer(b"".join(strings), dtype=np.uint8)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        matrix = np.zeros((n, width), dtype=np.uint8)
+        rows = np.repeat(np.arange(n), lengths)
+        cols = np.arange(len(flat)) - np.repeat(offsets[:-1], lengths)
+        matrix[rows, cols] = flat
+        # longest common prefix with the previous string
+        lcp = np.zeros(n, dtype=np.int32)
+        if n > 1:
+            minlen = np.minimum(lengths[1:], lengths[:-1])
+            differ = (matrix[1:] != matrix[:-1]) | (np.arange(width)[None, :] >= minlen[:, None])
+            lcp[1:] = np.argmax(differ, axis=1)
+            lcp[1:] = np.where(differ.any(axis=1), lcp[1:], minlen)
+        levels = tuple(np.nonzero((lcp < d) & (lengths >= d))[0].astype(np.int64) for d in range(1, width + 1))
+        counts = np.fromiter((len(by_string[s]) for s in strings), dtype=np.int64, count=n)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        toks = np.fromiter((t for s in strings for t in by_string[s]), dtype=np.int64, count=int(ptr[-1]))
+        return cls(strings, matrix, lengths, offsets, levels, ptr, toks)
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    def tokens_of(self, string_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids of the given strings, and for each the position in ``string_ids`` it came from."""
+        lo, hi = self.token_of_string_ptr[string_ids], self.token_of_string_ptr[string_ids + 1]
+        counts = hi - lo
+        src = np.repeat(np.arange(len(string_ids)), counts)
+        idx = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        return self.token_of_string[idx], src
+
+
+def _expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate ``arange(lo[i], hi[i])`` for all i; also return i for each element."""
+    counts = hi - lo
+    src = np.repeat(np.arange(len(lo)), counts)
+    vals = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    return vals, src
+
+
+class Outcomes:
+    """Interned (parser-visible terminals, end lexer state) values, as linked rows sharing tails.
+
+    Row o is either ``(END, state)`` or ``(terminal, next row)``. Thread-safe to grow.
+    """
+
+    def __init__(self) -> None:
+        self.term: list[int] = []
+        self.next: list[int] = []  # next row, or the end state for END rows
+        self._index: dict[tuple[int, int], int] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.term)
+
+    def intern_many(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
+        """Row ids for pairs (terms[i], nexts[i]); a DEAD ``next`` (for non-END rows) gives DEAD."""
+        out = np.full(len(terms), DEAD, dtype=np.int64)
+        ok = (terms == END) | (nexts != DEAD)
+        if not ok.any():
+            return out
+        keys = np.stack([terms[ok], nexts[ok]], axis=1).astype(np.int64)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        ids = np.empty(len(uniq), dtype=np.int64)
+        with self._lock:
+            index, term, nxt = self._index, self.term, self.next
+            for k, (a, b) in enumerate(uniq.tolist()):
+                key = (a, b)
+                got = index.get(key)
+                if got is None:
+                    got = index[key] = len(term)
+                    term.append(a)
+                    nxt.append(b)
+                ids[k] = got
+        out[ok] = ids[inv.reshape(-1)]
+        return out
+
+    def unpack(self, o: int) -> tuple[tuple[int, ...], int]:
+        """(terminals, end state) of row ``o``."""
+        terms = []
+        term, nxt = self.term, self.next
+        while term[o] != END:
+            terms.append(term[o])
+            o = nxt[o]
+        return tuple(terms), nxt[o]
+
+
+class TokenTransducer:
+    """(lexer state, token) -> outcome, computed for all tokens of a lexer state at once and cached."""
+
+    def __init__(self, lexer: LexerDFA, trie: TokenTrie):
+        self.lexer = lexer
+        self.trie = trie
+        self.outcomes = Outcomes()
+        self._ignored = np.array([t.ignored for t in lexer.terminals] + [False], dtype=bool)
+        self._suffix = self._suffix_outcomes()
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def _emit(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
+        """Outcome of emitting ``terms[i]`` then continuing with outcome ``nexts[i]`` (ignored ones vanish)."""
+        out = np.full(len(terms), DEAD, dtype=np.int64)
+        dead = (terms == DEAD) | (nexts == DEAD)
+        skip = ~dead & self._ignored[terms]
+        out[skip] = nexts[skip]
+        keep = ~dead & ~skip
+        out[keep] = self.outcomes.intern_many(terms[keep], nexts[keep])
+        return out
+
+    def _suffix_outcomes(self) -> np.ndarray:
+        """Outcome of feeding string[j:] to the start state, for every (string, j), as a flat array."""
+        trie, delta, accept = self.trie, self.lexer.delta, self.lexer.accept
+        lengths, offsets, matrix = trie.lengths, trie.offsets, trie.matrix
+        total = int(offsets[-1])
+        res_term = np.full(total, DEAD, dtype=np.int64)  # break terminal, END, or DEAD
+        res_next = np.full(total, DEAD, dtype=np.int64)  # flat index to continue at, or end state
+        flat = np.arange(total, dtype=np.int64)
+        string = np.repeat(np.arange(len(trie), dtype=np.int64), lengths)
+        pos = flat - offsets[string]
+        state = delta[0, matrix[string, pos]].astype(np.int64)
+        alive = state != DEAD
+        idx, string, pos, state = flat[alive], string[alive], pos[alive] + 1, state[alive]
+        while len(idx):
+            done = pos == lengths[string]
+            res_term[idx[done]] = END
+            res_next[idx[done]] = state[done]
+            go = ~done
+            idx, string, pos, state = idx[go], string[go], pos[go], state[go]
+            nxt = delta[state, matrix[string, pos]].astype(np.int64)
+            brk = nxt == DEAD
+            res_term[idx[brk]] = accept[state[brk]]
+            res_next[idx[brk]] = offsets[string[brk]] + pos[brk]
+            go = ~brk
+            idx, string, pos, state = idx[go], string[go], pos[go] + 1, nxt[go]
+        # resolve the chains from the last byte position backwards
+        out = np.full(total, DEAD, dtype=np.int64)
+        pos_all = flat - np.repeat(offsets[:-1], lengths)
+        order = np.argsort(-pos_all, kind="stable")
+        counts = np.bincount(pos_all, minlength=1)[::-1]
+        for sel in np.split(order, np.cumsum(counts)[:-1]):
+            t, n = res_term[sel], res_next[sel]
+            is_end = t == END
+            out[sel[is_end]] = self.outcomes.intern_many(t[is_end], n[is_end])
+            brk = ~is_end & (t != DEAD)
+            out[sel[brk]] = self._emit(t[brk], out[n[brk]])
+        return out
+
+    def walk(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """For lexer state q: (string ids not dead from q, their outcomes), sorted by string id."""
+        got = self._cache.get(q)
+        if got is None:
+            got = self._walk(q)
+            with self._lock:
+                got = self._cache.setdefault(q, got)
+        return got
+
+    def _walk(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        trie, delta, accept = self.trie, self.lexer.delta, self.lexer.accept
+        n, lengths, matrix, levels = len(trie), trie.lengths, trie.matrix, trie.level_starts
+        strs: list[np.ndarray] = []
+        outs: list[np.ndarray] = []
+        lo = np.zeros(1, dtype=np.int64)
+        hi = np.full(1, n, dtype=np.int64)
+        state = np.full(1, q, dtype=np.int64)
+        for d, starts in enumerate(levels):
+            if not len(lo):
+                break
+            a, b = np.searchsorted(starts, lo), np.searchsorted(starts, hi)
+            child, parent = _expand_ranges(a, b)
+            c_lo = starts[child]
+            c_hi = np.where(child + 1 < b[parent], starts[np.minimum(child + 1, len(starts) - 1)], hi[parent])
+            p_state = state[parent]
+            nxt = delta[p_state, matrix[c_lo, d]].astype(np.int64)
+            brk = nxt == DEAD
+            if brk.any():
+                s_ids, seg = _expand_ranges(c_lo[brk], c_hi[brk])
+                terms = accept[p_state[brk]].astype(np.int64)[seg]
+                cont = self._suffix[trie.offsets[s_ids] + d]
+                o = self._emit(terms, cont)
+                strs.append(s_ids)
+                outs.append(o)
+            alive = ~brk
+            c_lo, c_hi, nxt = c_lo[alive], c_hi[alive], nxt[alive]
+            ends = lengths[c_lo] == d + 1
+            if ends.any():
+                strs.append(c_lo[ends])
+                outs.append(self.outcomes.intern_many(np.full(int(ends.sum()), END), nxt[ends]))
+            more = (c_hi - c_lo > 1) | ~ends
+            lo, hi, state = c_lo[more], c_hi[more], nxt[more]
+        if not strs:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        s = np.concatenate(strs)
+        o = np.concatenate(outs)
+        keep = o != DEAD
+        s, o = s[keep], o[keep]
+        order = np.argsort(s, kind="stable")
+        return s[order], o[order]
