@@ -1,14 +1,20 @@
 """Online token masking (paper section 4, Alg. 6): decoding states and exact per-step bitmasks.
 
-For a lexer state q and the parser state p on top of the stack, the tokens of q (grouped by
-outcome) split into always-accepted ones (a packed bitmask), always-rejected ones, and
-context-dependent ones whose terminals reduce below p; only the last are checked against the
-live stack (paper section 3.3, Alg. 5). These splits are computed on first use and cached.
+From lexer state q, each token either stays inside the current lexeme (it ends in some lexer
+state), or ends the lexeme with a terminal T and then does what its remaining bytes do from
+the start state: an *outcome row* of the transducer, shared by all lexer states. So a mask is
+assembled from one vector per stack: which outcome rows are viable from that stack.
+
+That vector is computed over the prefix tree of the rows' terminal sequences. For each stack
+top p, the rows that p alone decides are found once and cached (always accepted / always
+rejected, paper section 3.3, Alg. 5); only the context-dependent rest, whose terminals reduce
+below p, is checked against the live stack.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,8 +23,7 @@ from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
 from .lexer import DEAD
 from .parser import DEPENDS, Stack
-
-ACCEPT, REJECT, DEPEND = 1, 0, 2
+from .transducer import END, NO_TERM
 
 
 @dataclass(frozen=True)
@@ -31,20 +36,68 @@ class State:
     grammar_id: int = 0
 
 
-@dataclass(frozen=True, eq=False)
-class _LexerStateTokens:
-    """The tokens that are not dead from one lexer state, grouped by outcome."""
+class _SequenceTrie:
+    """All outcome rows as a prefix tree of their terminal sequences.
 
-    outcomes: np.ndarray  # distinct outcome ids
-    tokens: np.ndarray  # token ids, sorted by outcome group
-    bounds: np.ndarray  # tokens[bounds[i]:bounds[i+1]] have outcome outcomes[i]
-    group_of_token: np.ndarray  # for each entry of tokens, its group index
+    Node 0 is the empty sequence; a node's children extend it by one terminal. A row hangs under
+    the node of its terminal sequence: it is viable when that node is and, after it, a lexeme
+    reachable from the row's end state can follow. ``free[n]`` are rows whose end state can
+    still become an ignored terminal (no condition); ``by_term[n]`` lists, per terminal T, the
+    rows whose end state can become T.
+    """
+
+    def __init__(self, rows: list[tuple[tuple[int, ...], int]], prod_visible: list[list[int]], prod_ignored: list[bool]):
+        self.term: list[int] = [-1]
+        self.children: list[list[int]] = [[]]
+        free: list[list[int]] = [[]]
+        by_term: list[dict[int, list[int]]] = [{}]
+        index: dict[tuple[int, int], int] = {}
+        for row, (terms, end) in enumerate(rows):
+            n = 0
+            for t in terms:
+                c = index.get((n, t))
+                if c is None:
+                    c = index[(n, t)] = len(self.term)
+                    self.term.append(t)
+                    self.children.append([])
+                    free.append([])
+                    by_term.append({})
+                    self.children[n].append(c)
+                n = c
+            if prod_ignored[end]:
+                free[n].append(row)
+            else:
+                for t in prod_visible[end]:
+                    by_term[n].setdefault(t, []).append(row)
+        self.free = [np.array(r, dtype=np.int64) for r in free]
+        self.by_term = [[(t, np.array(r, dtype=np.int64)) for t, r in d.items()] for d in by_term]
+
+
+@dataclass(frozen=True, eq=False)
+class _Split:
+    """Paper section 3.3 for one stack top p: which rows p alone accepts, and what it leaves open."""
+
+    accepted: np.ndarray  # bool[rows]: viable whatever lies below p
+    frontier: list[tuple[int, Stack]]  # (node, known stack at its parent): the node's terminal reduces below p
+    open_checks: list[tuple[Stack, list[tuple[int, np.ndarray]]]]  # known stack -> [(terminal, rows)] to feed live
+
+
+@dataclass(frozen=True, eq=False)
+class _LexerView:
+    """What the tokens do from one lexer state, as indices into a per-step status vector.
+
+    The vector is ``rows after firsts[0] | rows after firsts[1] | ... | end states | dead``.
+    """
+
+    code: np.ndarray  # int32[V]
+    firsts: tuple[int, ...]  # the terminal that ends the current lexeme, per block (NO_TERM: an ignored one)
+    end_states: tuple[int, ...]  # lexer states of tokens that stay inside the current lexeme
 
 
 class Masker:
     """Computes masks and advances states for one compiled grammar. Thread-safe; states are values."""
 
-    def __init__(self, compiled: CompiledGrammar):
+    def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096):
         self.compiled = compiled
         self._transducer = compiled.transducer
         self._table = compiled.parse_table
@@ -52,15 +105,22 @@ class Masker:
         self._vocab = compiled.vocab
         terms = self._lexer.terminals
         self._ignored = [t.ignored for t in terms]
-        self._prod_visible = [
-            [t for t in np.nonzero(row)[0].tolist() if not terms[t].ignored] for row in self._lexer.prod
-        ]
-        self._prod_ignored = [bool(any(terms[t].ignored for t in np.nonzero(row)[0])) for row in self._lexer.prod]
+        prod = [np.nonzero(row)[0].tolist() for row in self._lexer.prod]
+        self._prod_visible = [[t for t in ts if not terms[t].ignored] for ts in prod]
+        self._prod_ignored = [any(terms[t].ignored for t in ts) for ts in prod]
         self._nwords = (self._vocab.vocab_size + 31) // 32
         self._eos = np.array(sorted(set(self._vocab.eos_token_ids)), dtype=np.int64)
-        self._by_lexer: dict[int, _LexerStateTokens] = {}
-        self._by_pair: dict[tuple[int, int], tuple[np.ndarray, list[tuple[int, np.ndarray]]]] = {}
+        outcomes = self._transducer.outcomes
+        self._num_rows = len(outcomes)
+        self._trie = _SequenceTrie(
+            [outcomes.unpack(r) for r in range(self._num_rows)], self._prod_visible, self._prod_ignored
+        )
+        self._views: dict[int, _LexerView] = {}
+        self._splits: dict[int, _Split] = {}
         self._known: dict[tuple[Stack, int], object] = {}
+        self._rows: OrderedDict[Stack, np.ndarray] = OrderedDict()
+        self._masks: OrderedDict[tuple[int, Stack], np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
         self._lock = threading.Lock()
         self._id = id(compiled)
 
@@ -72,18 +132,14 @@ class Masker:
     def mask(self, state: State) -> np.ndarray:
         """int32 bitmask of shape (ceil(V/32),): bit t set iff token t is allowed next."""
         self._check(state)
-        words = np.zeros(self._nwords, dtype=np.uint32)
         if state.finished:
-            return words.view(np.int32)
-        accepted, dependent = self._pair(state.lexer, state.stack[-1])
-        words |= accepted
-        memo: dict = {}
-        for o, toks in dependent:
-            if self._outcome_ok(o, state.stack, memo):
-                _set_bits(words, toks)
-        if len(self._eos) and self.is_complete(state):
-            _set_bits(words, self._eos)
-        return words.view(np.int32)
+            return np.zeros(self._nwords, dtype=np.int32)
+        key = (state.lexer, state.stack)
+        cached = self._masks.get(key)
+        if cached is None:
+            cached = self._compute_mask(state)
+            self._cache_put(self._masks, key, cached)
+        return cached.copy().view(np.int32)
 
     def is_complete(self, state: State) -> bool:
         """Whether the output so far is a complete sentence (EOS allowed)."""
@@ -153,21 +209,6 @@ class Masker:
         feed = self._table.feed
         return any(feed(stack, t) is not None for t in self._prod_visible[end])
 
-    def _outcome_ok(self, o: int, stack: Stack, memo: dict) -> bool:
-        """Exact check of one outcome against a full stack."""
-        key = o
-        got = memo.get(key)
-        if got is None:
-            terms, end = self._transducer.outcomes.unpack(o)
-            feed = self._table.feed
-            s: Stack | None = stack
-            for t in terms:
-                s = feed(s, t)
-                if s is None:
-                    break
-            got = memo[key] = s is not None and self._end_ok(s, end)
-        return got
-
     def _feed_known(self, known: Stack, term: int):
         key = (known, term)
         got = self._known.get(key, self)
@@ -175,57 +216,124 @@ class Masker:
             got = self._known[key] = self._table.feed_known(known, term)
         return got
 
-    def _status(self, o: int, p: int) -> int:
-        """ACCEPT / REJECT / DEPEND for outcome o when the stack top is p (and nothing below is known)."""
-        terms, end = self._transducer.outcomes.unpack(o)
-        known: object = (p,)
-        for t in terms:
-            known = self._feed_known(known, t)  # type: ignore[arg-type]
-            if known is False:
-                return REJECT
-            if known is DEPENDS:
-                return DEPEND
-        if self._prod_ignored[end]:
-            return ACCEPT
-        result = REJECT
-        for t in self._prod_visible[end]:
-            r = self._feed_known(known, t)  # type: ignore[arg-type]
-            if r is DEPENDS:
-                result = DEPEND
-            elif r is not False:
-                return ACCEPT
-        return result
+    def _cache_put(self, cache: OrderedDict, key, value) -> None:
+        with self._lock:
+            cache[key] = value
+            if len(cache) > self._cache_size:
+                cache.popitem(last=False)
 
-    def _lexer_tokens(self, q: int) -> _LexerStateTokens:
-        got = self._by_lexer.get(q)
-        if got is None:
-            strings, outs = self._transducer.walk(q)
-            toks, src = self._transducer.trie.tokens_of(strings)
-            outs = outs[src]
-            uniq, inv = np.unique(outs, return_inverse=True)
-            order = np.argsort(inv, kind="stable")
-            bounds = np.zeros(len(uniq) + 1, dtype=np.int64)
-            np.cumsum(np.bincount(inv, minlength=len(uniq)), out=bounds[1:])
-            got = _LexerStateTokens(uniq, toks[order], bounds, inv[order])
-            with self._lock:
-                got = self._by_lexer.setdefault(q, got)
+    def _view(self, q: int) -> _LexerView:
+        got = self._views.get(q)
+        if got is not None:
+            return got
+        strings, first, rest = self._transducer.walk(q)
+        toks, src = self._transducer.trie.tokens_of(strings)
+        first, rest = first[src], rest[src]
+        n = self._num_rows
+        is_end = first == END
+        firsts = np.nonzero(np.bincount(first[~is_end] - NO_TERM, minlength=1))[0] + NO_TERM
+        first_idx = np.zeros(len(self._ignored) - NO_TERM, dtype=np.int64)
+        first_idx[firsts - NO_TERM] = np.arange(len(firsts))
+        end_states = np.nonzero(np.bincount(rest[is_end], minlength=1))[0]
+        end_idx = np.zeros(self._lexer.num_states, dtype=np.int64)
+        end_idx[end_states] = np.arange(len(end_states))
+        base = len(firsts) * n
+        code = np.full(self._vocab.vocab_size, base + len(end_states), dtype=np.int32)
+        code[toks[~is_end]] = first_idx[first[~is_end] - NO_TERM] * n + rest[~is_end]
+        code[toks[is_end]] = base + end_idx[rest[is_end]]
+        got = _LexerView(code, tuple(firsts.tolist()), tuple(end_states.tolist()))
+        with self._lock:
+            got = self._views.setdefault(q, got)
         return got
 
-    def _pair(self, q: int, p: int) -> tuple[np.ndarray, list[tuple[int, np.ndarray]]]:
-        key = (q, p)
-        got = self._by_pair.get(key)
-        if got is None:
-            lt = self._lexer_tokens(q)
-            status = np.fromiter((self._status(int(o), p) for o in lt.outcomes), dtype=np.int8, count=len(lt.outcomes))
-            words = np.zeros(self._nwords, dtype=np.uint32)
-            _set_bits(words, lt.tokens[status[lt.group_of_token] == ACCEPT])
-            dependent = [
-                (int(lt.outcomes[i]), lt.tokens[lt.bounds[i] : lt.bounds[i + 1]]) for i in np.nonzero(status == DEPEND)[0]
-            ]
-            got = (words, dependent)
-            with self._lock:
-                got = self._by_pair.setdefault(key, got)
+    def _split(self, p: int) -> _Split:
+        """Walk the outcome trie with only the stack top p known (paper Alg. 5)."""
+        got = self._splits.get(p)
+        if got is not None:
+            return got
+        trie = self._trie
+        accepted = np.zeros(self._num_rows, dtype=bool)
+        frontier: list[tuple[int, Stack]] = []
+        open_checks: dict[Stack, dict[int, list[np.ndarray]]] = {}
+        todo: list[tuple[int, Stack]] = [(0, (p,))]
+        while todo:
+            n, known = todo.pop()
+            accepted[trie.free[n]] = True
+            for t, rows in trie.by_term[n]:
+                r = self._feed_known(known, t)
+                if r is DEPENDS:
+                    open_checks.setdefault(known, {}).setdefault(t, []).append(rows)
+                elif r is not False:
+                    accepted[rows] = True
+            for c in trie.children[n]:
+                r = self._feed_known(known, trie.term[c])
+                if r is DEPENDS:
+                    frontier.append((c, known))
+                elif r is not False:
+                    todo.append((c, r))
+        checks = [(k, [(t, np.concatenate(rs)) for t, rs in d.items()]) for k, d in open_checks.items()]
+        got = _Split(accepted, frontier, checks)
+        with self._lock:
+            got = self._splits.setdefault(p, got)
         return got
+
+    def _rows_ok(self, stack: Stack) -> np.ndarray:
+        """bool[rows]: which outcome rows are viable from ``stack``."""
+        got = self._rows.get(stack)
+        if got is not None:
+            return got
+        split = self._split(stack[-1])
+        ok = split.accepted.copy()
+        trie, feed = self._trie, self._table.feed
+        below = stack[:-1]
+        for known, checks in split.open_checks:
+            live = below + known
+            for t, rows in checks:
+                if feed(live, t) is not None:
+                    ok[rows] = True
+        todo: list[tuple[int, Stack]] = []
+        for c, known in split.frontier:
+            r = feed(below + known, trie.term[c])
+            if r is not None:
+                todo.append((c, r))
+        while todo:
+            n, live = todo.pop()
+            ok[trie.free[n]] = True
+            for t, rows in trie.by_term[n]:
+                if feed(live, t) is not None:
+                    ok[rows] = True
+            for c in trie.children[n]:
+                r = feed(live, trie.term[c])
+                if r is not None:
+                    todo.append((c, r))
+        self._cache_put(self._rows, stack, ok)
+        return ok
+
+    def _compute_mask(self, state: State) -> np.ndarray:
+        q, stack = state.lexer, state.stack
+        view = self._view(q)
+        n = self._num_rows
+        status = np.zeros(len(view.firsts) * n + len(view.end_states) + 1, dtype=bool)
+        for k, first in enumerate(view.firsts):
+            after = stack if first == NO_TERM else self._table.feed(stack, first)
+            if after is not None:
+                status[k * n : (k + 1) * n] = self._rows_ok(after)
+        base = len(view.firsts) * n
+        for j, end in enumerate(view.end_states):
+            status[base + j] = self._end_ok(stack, end)
+        words = _pack(status[view.code])
+        if len(self._eos) and self.is_complete(state):
+            _set_bits(words, self._eos)
+        return words
+
+
+def _pack(allowed: np.ndarray) -> np.ndarray:
+    """Bool per token id -> uint32 words, low bit first."""
+    n = len(allowed)
+    packed = np.packbits(allowed, bitorder="little")
+    words = np.zeros((n + 31) // 32 * 4, dtype=np.uint8)
+    words[: len(packed)] = packed
+    return words.view(np.uint32)
 
 
 def _set_bits(words: np.ndarray, tokens: np.ndarray) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from .lexer import DEAD, LexerDFA
 
 END = -2  # outcome row kind: no further terminal, just the end state
+NO_TERM = -3  # walk result: the first lexeme is ignored, nothing is emitted for it
 
 
 @dataclass(frozen=True, eq=False)
@@ -194,8 +195,18 @@ class TokenTransducer:
             out[sel[brk]] = self._emit(t[brk], out[n[brk]])
         return out
 
-    def walk(self, q: int) -> tuple[np.ndarray, np.ndarray]:
-        """For lexer state q: (string ids not dead from q, their outcomes), sorted by string id."""
+    @property
+    def num_suffix_outcomes(self) -> int:
+        """Outcome rows are the start-state outcomes of token suffixes; walks add none."""
+        return len(self.outcomes)
+
+    def walk(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For lexer state q, the strings not dead from q and what each does: ``(strings, first, rest)``.
+
+        ``first`` is the terminal the string's first lexeme ends with, then ``rest`` is the outcome
+        row of the remaining bytes from the start state; ``first`` is NO_TERM when that lexeme is
+        ignored, and END when the string never leaves the lexeme (``rest`` is then the end state).
+        """
         got = self._cache.get(q)
         if got is None:
             got = self._walk(q)
@@ -203,11 +214,14 @@ class TokenTransducer:
                 got = self._cache.setdefault(q, got)
         return got
 
-    def _walk(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+    def _walk(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         trie, delta, accept = self.trie, self.lexer.delta, self.lexer.accept
         n, lengths, matrix, levels = len(trie), trie.lengths, trie.matrix, trie.level_starts
-        strs: list[np.ndarray] = []
-        outs: list[np.ndarray] = []
+        if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
+            rest = self._suffix[trie.offsets[:-1]]
+            s_ids = np.nonzero(rest != DEAD)[0]
+            return s_ids, np.full(len(s_ids), NO_TERM, dtype=np.int64), rest[s_ids]
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         lo = np.zeros(1, dtype=np.int64)
         hi = np.full(1, n, dtype=np.int64)
         state = np.full(1, q, dtype=np.int64)
@@ -220,27 +234,22 @@ class TokenTransducer:
             c_hi = np.where(child + 1 < b[parent], starts[np.minimum(child + 1, len(starts) - 1)], hi[parent])
             p_state = state[parent]
             nxt = delta[p_state, matrix[c_lo, d]].astype(np.int64)
-            brk = nxt == DEAD
+            brk = (nxt == DEAD) & (accept[p_state] != DEAD)
             if brk.any():
                 s_ids, seg = _expand_ranges(c_lo[brk], c_hi[brk])
-                terms = accept[p_state[brk]].astype(np.int64)[seg]
-                cont = self._suffix[trie.offsets[s_ids] + d]
-                o = self._emit(terms, cont)
-                strs.append(s_ids)
-                outs.append(o)
-            alive = ~brk
+                first = accept[p_state[brk]].astype(np.int64)[seg]
+                rest = self._suffix[trie.offsets[s_ids] + d]
+                ok = rest != DEAD
+                first = np.where(self._ignored[first], NO_TERM, first)
+                parts.append((s_ids[ok], first[ok], rest[ok]))
+            alive = nxt != DEAD
             c_lo, c_hi, nxt = c_lo[alive], c_hi[alive], nxt[alive]
             ends = lengths[c_lo] == d + 1
             if ends.any():
-                strs.append(c_lo[ends])
-                outs.append(self.outcomes.intern_many(np.full(int(ends.sum()), END), nxt[ends]))
+                parts.append((c_lo[ends], np.full(int(ends.sum()), END, dtype=np.int64), nxt[ends]))
             more = (c_hi - c_lo > 1) | ~ends
             lo, hi, state = c_lo[more], c_hi[more], nxt[more]
-        if not strs:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        s = np.concatenate(strs)
-        o = np.concatenate(outs)
-        keep = o != DEAD
-        s, o = s[keep], o[keep]
-        order = np.argsort(s, kind="stable")
-        return s[order], o[order]
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
