@@ -1,0 +1,627 @@
+"""Slow, independent reference checker: the oracle for greatgramma's masks (DESIGN.md section 1).
+
+It derives everything straight from Lark's terminal patterns (matched with the ``regex`` module)
+and from Lark's interactive LALR parser. It must never import ``greatgramma``: the engine is
+compared against it bit for bit.
+
+Semantics (bytes in, booleans out):
+
+* Lexing is maximal munch with one byte of lookahead. The lexer keeps the current lexeme
+  ``cur``. On the next byte ``b``: if some terminal is *alive* on ``cur + b`` then
+  ``cur += b``; otherwise, if ``cur`` is *complete* for some terminal, the winner is emitted
+  and ``cur = b`` (dead if no terminal is alive on ``b``); otherwise the input is dead.
+* ``alive(T, cur)``: ``cur`` is a prefix of (the UTF-8 encoding of) some lexeme of ``T``.
+  ``complete(T, cur)``: ``cur`` is a lexeme of ``T``.
+  - Pattern without lazy quantifiers: lexemes are the regex's language
+    (``fullmatch(partial=True)`` / ``fullmatch``).
+  - Pattern with a lazy quantifier (``*?``, ``+?``, ``??``, ``{m,n}?``): a lexeme is what
+    Python's ``re.match`` returns, i.e. ``s`` is a lexeme iff ``match(s)`` ends at ``len(s)``;
+    ``cur`` is alive iff some extension ``e`` has ``match(cur + e)`` ending at or after
+    ``len(cur)``. That is decided by the *first path in backtracking priority order* that
+    either succeeds inside ``cur`` or runs into the end of ``cur`` (see ``_Terminal``).
+* Text is bytes, patterns are str patterns (Unicode semantics). A trailing incomplete UTF-8
+  character is alive iff some code point whose encoding starts with those bytes keeps the
+  terminal alive; it is never complete. Bytes that cannot be UTF-8 are never alive. The code
+  points are enumerated and tested with the regex; two sound shortcuts only skip candidates
+  the regex would reject (a next-character bound from an over-approximating NFA, and "a lazy
+  lexeme that just closed takes no further character", see ``_PatternAnalysis`` and
+  ``_Terminal._closed_at_end``).
+* Winner among terminals complete on ``cur``: higher priority, then a string literal over a
+  regex, then Lark's order (larger max_width, longer pattern value, name).
+* ``%ignore`` terminals are dropped before the parser sees the sequence.
+* Viable: lexes without dying into ``T1..Tk`` + ``cur`` and the parser accepts ``T1..Tk`` (cur
+  empty) or ``T1..Tk T`` for some ``T`` alive on ``cur`` (``T`` dropped when ignored).
+  Complete: ``cur`` empty or complete (its winner emitted) and the parser accepts the sequence
+  followed by end of input.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple, Optional, Sequence
+
+import regex
+from lark import Lark, Token
+from lark.exceptions import UnexpectedInput
+from lark.lexer import PatternStr
+
+try:  # Python >= 3.11
+    import re._parser as _sre_parse  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+_c = _sre_parse  # opcode constants (LITERAL, IN, ...) live in the parser module's namespace
+
+__all__ = ["ReferenceChecker"]
+
+MAX_CODE_POINT = 0x10FFFF
+_SURROGATES = (0xD800, 0xDFFF)
+
+# ----------------------------------------------------------------------------------------------
+# UTF-8 helpers
+
+
+def _split_utf8(data: bytes) -> Optional[tuple[str, bytes]]:
+    """Split ``data`` into (decoded complete characters, incomplete trailing bytes).
+
+    Returns None when ``data`` can never be a prefix of valid UTF-8.
+    """
+    for k in range(0, min(3, len(data)) + 1):
+        try:
+            head = data[: len(data) - k].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        tail = data[len(data) - k :]
+        if k == 0:
+            return head, b""
+        return (head, tail) if _tail_ranges(tail) else None
+    return None
+
+
+def _tail_ranges(tail: bytes) -> tuple[tuple[int, int], ...]:
+    """Inclusive code point ranges whose UTF-8 encoding starts with ``tail`` (a proper prefix).
+
+    UTF-8 preserves code point order, so the set is one contiguous range, minus surrogates.
+    Empty for bytes that no valid encoding starts with (0xFF, stray continuation, overlong...).
+    """
+    lead = tail[0]
+    if 0xC0 <= lead < 0xE0:
+        n, lo_min, hi_max = 2, 0x80, 0x7FF
+    elif 0xE0 <= lead < 0xF0:
+        n, lo_min, hi_max = 3, 0x800, 0xFFFF
+    elif 0xF0 <= lead < 0xF8:
+        n, lo_min, hi_max = 4, 0x10000, MAX_CODE_POINT
+    else:
+        return ()
+    if len(tail) >= n or any(not 0x80 <= b < 0xC0 for b in tail[1:]):
+        return ()
+
+    def bits(seq: bytes) -> int:
+        value = seq[0] & (0x7F >> n)
+        for b in seq[1:]:
+            value = (value << 6) | (b & 0x3F)
+        return value
+
+    pad = n - len(tail)
+    lo = max(bits(tail + b"\x80" * pad), lo_min)
+    hi = min(bits(tail + b"\xbf" * pad), hi_max)
+    ranges = []
+    if lo <= min(hi, _SURROGATES[0] - 1):
+        ranges.append((lo, min(hi, _SURROGATES[0] - 1)))
+    if max(lo, _SURROGATES[1] + 1) <= hi:
+        ranges.append((max(lo, _SURROGATES[1] + 1), hi))
+    return tuple(ranges)
+
+
+# ----------------------------------------------------------------------------------------------
+# Facts read off a pattern's parse tree (Python's own regex parser): lazy quantifiers, and a
+# sound upper bound on the code point of the next character, used only to skip candidates when
+# a trailing partial UTF-8 character is enumerated. The bound never decides anything by itself:
+# every candidate under it is still tested with the regex.
+
+_CATEGORY_CLASS = {
+    _c.CATEGORY_DIGIT: r"\d",
+    _c.CATEGORY_NOT_DIGIT: r"\D",
+    _c.CATEGORY_SPACE: r"\s",
+    _c.CATEGORY_NOT_SPACE: r"\S",
+    _c.CATEGORY_WORD: r"\w",
+    _c.CATEGORY_NOT_WORD: r"\W",
+}
+_ALL_CHARS: Optional[str] = None
+_CLASS_MAX_CACHE: dict[str, int] = {}
+
+
+def _class_max(char_class: str) -> int:
+    """Largest code point matched by a one-character regex (scans every code point once)."""
+    global _ALL_CHARS
+    if char_class not in _CLASS_MAX_CACHE:
+        if _ALL_CHARS is None:
+            _ALL_CHARS = "".join(
+                chr(c) for c in range(MAX_CODE_POINT, -1, -1) if not _SURROGATES[0] <= c <= _SURROGATES[1]
+            )
+        m = regex.search(char_class, _ALL_CHARS)  # descending order: the first hit is the max
+        _CLASS_MAX_CACHE[char_class] = ord(m.group()) if m else -1
+    return _CLASS_MAX_CACHE[char_class]
+
+
+class _NoAutomaton(Exception):
+    """The pattern uses a construct the over-approximating automaton does not model."""
+
+
+class _Atom:
+    """One character-consuming node: a one-character regex and the largest code point it takes."""
+
+    __slots__ = ("text", "max_char", "_compiled", "_seen")
+
+    def __init__(self, op, av, ignorecase: bool, dotall: bool, ascii_only: bool) -> None:
+        flags = ("i" if ignorecase else "") + ("s" if dotall else "") + ("a" if ascii_only else "")
+        body, plain_max = self._body(op, av)
+        self.text = ("(?%s)" % flags if flags else "") + body
+        if plain_max is not None and not ignorecase:
+            self.max_char = plain_max
+        elif body.startswith(("[^", ".", "\\D", "\\S", "\\W")):
+            self.max_char = MAX_CODE_POINT  # negated: sound without a scan
+        else:
+            self.max_char = _class_max(self.text)
+        self._compiled = regex.compile(self.text)
+        self._seen: dict[str, bool] = {}
+
+    @staticmethod
+    def _body(op, av) -> tuple[str, Optional[int]]:
+        """(one-character regex, its max code point when known without scanning)."""
+        if op is _c.LITERAL:
+            return "\\U%08x" % av, av
+        if op is _c.NOT_LITERAL:
+            return "[^\\U%08x]" % av, None
+        if op is _c.ANY:
+            return ".", None
+        if op is _c.CATEGORY:
+            if av not in _CATEGORY_CLASS:
+                raise _NoAutomaton(av)
+            return _CATEGORY_CLASS[av], None
+        if op is _c.IN:
+            parts, negate, plain_max = [], False, -1
+            for item_op, item_av in av:
+                if item_op is _c.NEGATE:
+                    negate = True
+                elif item_op is _c.LITERAL:
+                    parts.append("\\U%08x" % item_av)
+                    plain_max = max(plain_max, item_av)
+                elif item_op is _c.RANGE:
+                    parts.append("\\U%08x-\\U%08x" % item_av)
+                    plain_max = max(plain_max, item_av[1])
+                elif item_op is _c.CATEGORY and item_av in _CATEGORY_CLASS:
+                    parts.append(_CATEGORY_CLASS[item_av])
+                    plain_max = MAX_CODE_POINT + 1  # not known without a scan
+                else:
+                    raise _NoAutomaton(item_op)
+            body = "[" + ("^" if negate else "") + "".join(parts) + "]"
+            return body, (None if negate or plain_max > MAX_CODE_POINT else plain_max)
+        raise _NoAutomaton(op)
+
+    def matches(self, ch: str) -> bool:
+        hit = self._seen.get(ch)
+        if hit is None:
+            hit = self._seen[ch] = self._compiled.fullmatch(ch) is not None
+        return hit
+
+
+class _PatternAnalysis:
+    """Lazy quantifiers and next-character bounds for one pattern.
+
+    The automaton is a Thompson NFA over the parse tree that accepts a superset of the
+    pattern's language: lookarounds and anchors are treated as empty, counted repeats as
+    ``?``, ``*`` or ``+``, atomic/possessive as ordinary. The states it reaches after some text
+    are therefore a superset of the real ones, and the largest code point its next atoms take
+    is a sound bound on the character that can follow that text.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        parsed = _sre_parse.parse(pattern)
+        self.lazy = False  # has a lazy quantifier
+        # An anchor other than the start (``$``, ``\Z``, ``\b``...) can test the end of the text
+        # without the regex module reporting a partial match; a lookahead that reaches the end
+        # does make the match partial, so lookaheads need no flag.
+        self.reads_ahead = False
+        self._scan(list(parsed))
+        self.atoms: list[_Atom] = []
+        self.eps: list[list[int]] = [[]]
+        self.edges: list[list[tuple[int, int]]] = [[]]
+        flags = parsed.state.flags
+        try:
+            self._build(
+                list(parsed),
+                0,
+                bool(flags & re.IGNORECASE),
+                bool(flags & re.DOTALL),
+                bool(flags & re.ASCII),
+            )
+            self.automaton = True
+        except _NoAutomaton:
+            self.automaton = False
+        self._start = self._closure({0})
+
+    # -- construction ------------------------------------------------------------------------------
+    def _node(self) -> int:
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def _build(self, items, start: int, ic: bool, dotall: bool, ascii_only: bool) -> int:
+        cur = start
+        for op, av in items:
+            if op in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN, _c.CATEGORY):
+                self.atoms.append(_Atom(op, av, ic, dotall, ascii_only))
+                nxt = self._node()
+                self.edges[cur].append((len(self.atoms) - 1, nxt))
+                cur = nxt
+            elif op is _c.SUBPATTERN:
+                _group, add, delete, sub = av
+                cur = self._build(
+                    sub,
+                    cur,
+                    (ic or bool(add & re.IGNORECASE)) and not delete & re.IGNORECASE,
+                    (dotall or bool(add & re.DOTALL)) and not delete & re.DOTALL,
+                    (ascii_only or bool(add & re.ASCII)) and not delete & re.ASCII,
+                )
+            elif op is _c.BRANCH:
+                end = self._node()
+                for alt in av[1]:
+                    entry = self._node()
+                    self.eps[cur].append(entry)
+                    self.eps[self._build(alt, entry, ic, dotall, ascii_only)].append(end)
+                cur = end
+            elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or op.name == "POSSESSIVE_REPEAT":
+                lo, hi, sub = av
+                if hi == 0:
+                    continue
+                entry = self._node()
+                self.eps[cur].append(entry)
+                body_end = self._build(sub, entry, ic, dotall, ascii_only)
+                if hi > 1:
+                    self.eps[body_end].append(entry)
+                end = self._node()
+                self.eps[body_end].append(end)
+                if lo == 0:
+                    self.eps[cur].append(end)
+                cur = end
+            elif op.name == "ATOMIC_GROUP":
+                cur = self._build(av, cur, ic, dotall, ascii_only)
+            elif op in (_c.ASSERT, _c.ASSERT_NOT, _c.AT):
+                pass
+            else:  # back-references and anything unknown
+                raise _NoAutomaton(op)
+        return cur
+
+    def _scan(self, items) -> None:
+        """Set ``lazy`` and ``reads_ahead`` from the whole parse tree."""
+        for op, av in items:
+            if op is _c.MIN_REPEAT:
+                self.lazy = True
+            elif op is _c.AT and av not in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING):
+                self.reads_ahead = True
+            if op is _c.BRANCH:
+                for alt in av[1]:
+                    self._scan(list(alt))
+            elif isinstance(av, _sre_parse.SubPattern):
+                self._scan(list(av))
+            elif isinstance(av, tuple):
+                for x in av:
+                    if isinstance(x, _sre_parse.SubPattern):
+                        self._scan(list(x))
+
+    # -- queries -------------------------------------------------------------------------------------
+    def _closure(self, nodes: set[int]) -> frozenset[int]:
+        todo, seen = list(nodes), set(nodes)
+        while todo:
+            for m in self.eps[todo.pop()]:
+                if m not in seen:
+                    seen.add(m)
+                    todo.append(m)
+        return frozenset(seen)
+
+    def next_char_bound(self, text: str) -> int:
+        """Upper bound on the code point of a character that may follow ``text`` in a lexeme."""
+        if not self.automaton:
+            return MAX_CODE_POINT
+        states = self._start
+        for ch in text:
+            states = self._closure(
+                {dst for n in states for atom, dst in self.edges[n] if self.atoms[atom].matches(ch)}
+            )
+            if not states:
+                return -1
+        return max((self.atoms[a].max_char for n in states for a, _ in self.edges[n]), default=-1)
+
+
+# ----------------------------------------------------------------------------------------------
+# One terminal: alive / complete on byte strings
+
+
+_LEADING_GLOBAL_FLAGS = re.compile(r"^\(\?[aiLmsux]+\)")
+
+
+class _Terminal:
+    """A Lark terminal with byte-level alive/complete tests (cached per lexeme prefix)."""
+
+    def __init__(self, index: int, term_def) -> None:
+        self.index = index
+        self.name: str = term_def.name
+        self.priority: int = term_def.priority
+        self.is_string: bool = isinstance(term_def.pattern, PatternStr)
+        self.max_width: int = term_def.pattern.max_width
+        self.value_len: int = len(term_def.pattern.value)
+        self.regexp: str = term_def.pattern.to_regexp()
+        self.analysis = _PatternAnalysis(self.regexp)
+        self.lazy = self.analysis.lazy
+        self._full = regex.compile(self.regexp)
+        if self.lazy:
+            # First path in priority order that either succeeds or reaches the end of the text:
+            # a success that ends before the end hits \Z, fails, and backtracks into (*PRUNE),
+            # which fails the whole match without trying lower-priority paths. A success at the
+            # end, or a path that runs into the end, gives a partial match. (The plain
+            # partial=True match prefers any complete match over an earlier partial path.)
+            m = _LEADING_GLOBAL_FLAGS.match(self.regexp)
+            flags, body = (m.group(), self.regexp[m.end() :]) if m else ("", self.regexp)
+            # The empty group after (*PRUNE) is set only when the event was a success at the end.
+            self._prefix = regex.compile(flags + r"(?:" + body + r")(*PRUNE)()(?:\Z[\s\S])")
+            self._end_group = self._prefix.groups
+        self._alive_cache: dict[bytes, bool] = {}
+        self._complete_cache: dict[bytes, bool] = {}
+
+    # -- on text --------------------------------------------------------------------------------
+    def _alive_text(self, text: str) -> bool:
+        if self.lazy:
+            return self._prefix.match(text, partial=True) is not None
+        return self._full.fullmatch(text, partial=True) is not None
+
+    def _closed_at_end(self, text: str) -> bool:
+        """Lazy pattern: is the first event on ``text`` a match that ends exactly at its end?
+
+        Then every path before it in priority order failed inside ``text`` without touching
+        its end (a lookahead that reaches the end makes the match partial instead), so it stays
+        so after one more character, while the match now ends before the end: no extension is
+        alive. End anchors test the end silently, so patterns with them are excluded.
+        """
+        if not self.lazy or self.analysis.reads_ahead:
+            return False
+        m = self._prefix.match(text, partial=True)
+        return m is not None and m.start(self._end_group) >= 0
+
+    def _complete_text(self, text: str) -> bool:
+        if self.lazy:
+            m = self._full.match(text)
+            return m is not None and m.end() == len(text)
+        return self._full.fullmatch(text) is not None
+
+    # -- on bytes -------------------------------------------------------------------------------
+    def alive(self, data: bytes) -> bool:
+        """Is ``data`` a prefix of the UTF-8 encoding of some lexeme?"""
+        cached = self._alive_cache.get(data)
+        if cached is None:
+            cached = self._alive_cache[data] = self._compute_alive(data)
+        return cached
+
+    def _compute_alive(self, data: bytes) -> bool:
+        split = _split_utf8(data)
+        if split is None:
+            return False
+        text, tail = split
+        if not self._alive_text(text):
+            return False
+        if not tail:
+            return True
+        if self._closed_at_end(text):
+            return False
+        bound = self.analysis.next_char_bound(text)
+        for lo, hi in _tail_ranges(tail):
+            for cp in range(lo, min(hi, bound) + 1):
+                if self._alive_text(text + chr(cp)):
+                    return True
+        return False
+
+    def complete(self, data: bytes) -> bool:
+        """Is ``data`` the UTF-8 encoding of a lexeme?"""
+        cached = self._complete_cache.get(data)
+        if cached is None:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                cached = False
+            else:
+                cached = self._complete_text(text)
+            self._complete_cache[data] = cached
+        return cached
+
+    def sort_key(self) -> tuple:
+        """Smaller wins: priority, string literal over regex, then Lark's own terminal order."""
+        return (-self.priority, not self.is_string, -self.max_width, -self.value_len, self.name)
+
+    def __repr__(self) -> str:
+        return f"_Terminal({self.name}, {self.regexp!r}, lazy={self.lazy})"
+
+
+# ----------------------------------------------------------------------------------------------
+# The checker
+
+
+class LexState(NamedTuple):
+    """Lexer state after some bytes: emitted (terminal name, lexeme) pairs, current lexeme,
+    and the indices of the terminals alive on the current lexeme (all of them when empty)."""
+
+    lexemes: tuple[tuple[str, bytes], ...]
+    cur: bytes
+    alive: tuple[int, ...]
+
+
+class ReferenceChecker:
+    """Decide viability and completeness of byte prefixes for a Lark LALR grammar.
+
+    ``viable(p)``: some terminal sequence consistent with lexing ``p`` is a parser prefix.
+    ``complete(p)``: ``p`` lexes (flushing the last lexeme) into a sentence of the grammar.
+    ``allowed(p, toks)``: ``[t is not None and t != b"" and viable(p + t) for t in toks]``.
+    """
+
+    def __init__(self, grammar_text: str, start: str = "start") -> None:
+        self.lark = Lark(grammar_text, parser="lalr", lexer="basic", start=start)
+        conf = self.lark.lexer_conf
+        self.terminals = [_Terminal(i, td) for i, td in enumerate(conf.terminals)]
+        self.ignore = frozenset(conf.ignore)
+        self._all = tuple(range(len(self.terminals)))
+        self._alive_sets: dict[bytes, tuple[int, ...]] = {b"": self._all}
+        self._winners: dict[bytes, Optional[str]] = {}
+        root = self.lark.parse_interactive("")
+        self._parsers: dict[tuple[str, ...], Optional[object]] = {(): root}
+        self._eof: dict[tuple[str, ...], bool] = {}
+
+    # -- lexer ------------------------------------------------------------------------------------
+    def _alive_set(self, candidates: tuple[int, ...], cur: bytes) -> tuple[int, ...]:
+        """Terminals alive on ``cur``; ``candidates`` must contain those alive on ``cur[:-1]``
+        (alive is prefix-closed)."""
+        found = self._alive_sets.get(cur)
+        if found is None:
+            terms = self.terminals
+            found = self._alive_sets[cur] = tuple(i for i in candidates if terms[i].alive(cur))
+        return found
+
+    def winner(self, cur: bytes) -> Optional[str]:
+        """Name of the terminal emitted for lexeme ``cur``, or None if none is complete on it."""
+        if cur not in self._winners:
+            done = [t for t in self.terminals if t.complete(cur)]
+            self._winners[cur] = min(done, key=_Terminal.sort_key).name if done else None
+        return self._winners[cur]
+
+    def initial_state(self) -> LexState:
+        return LexState((), b"", self._all)
+
+    def feed(self, state: LexState, data: bytes) -> Optional[LexState]:
+        """Continue lexing ``data`` from ``state``; None once the input is dead."""
+        lexemes, cur, alive = state
+        emitted: list[tuple[str, bytes]] = []
+        for b in data:
+            byte = bytes((b,))
+            nxt = cur + byte
+            nxt_alive = self._alive_set(alive, nxt)
+            if nxt_alive:
+                cur, alive = nxt, nxt_alive
+                continue
+            if not cur:
+                return None
+            name = self.winner(cur)
+            if name is None:
+                return None
+            emitted.append((name, cur))
+            cur, alive = byte, self._alive_set(self._all, byte)
+            if not alive:
+                return None
+        if emitted:
+            lexemes = lexemes + tuple(emitted)
+        return LexState(lexemes, cur, alive)
+
+    def lex_state(self, data: bytes) -> Optional[LexState]:
+        return self.feed(self.initial_state(), data)
+
+    def lex(self, data: bytes) -> Optional[tuple[list[str], bytes]]:
+        """Terminals emitted for ``data`` (ignored ones dropped) and the current lexeme;
+        None if the lexer dies. The current lexeme is not flushed."""
+        state = self.lex_state(data)
+        if state is None:
+            return None
+        return list(self.parser_terminals(state.lexemes)), state.cur
+
+    # -- between lexer and parser: the postlexer hook -----------------------------------------
+    def parser_terminals(self, lexemes: Sequence[tuple[str, bytes]]) -> tuple[str, ...]:
+        """Terminal names the parser sees for emitted ``(name, lexeme)`` pairs.
+
+        Drops ``%ignore`` terminals. A postlexer (e.g. an indenter, which needs lexeme text and
+        the end of input) would be applied here; override in a subclass.
+        """
+        ignore = self.ignore
+        return tuple(name for name, _ in lexemes if name not in ignore)
+
+    # -- parser -----------------------------------------------------------------------------------
+    def _parser_after(self, seq: tuple[str, ...]):
+        """Lark interactive parser after feeding ``seq``, or None if it rejects ``seq``."""
+        parsers = self._parsers
+        if seq in parsers:
+            return parsers[seq]
+        n = len(seq)
+        while seq[:n] not in parsers:
+            n -= 1
+        ip = parsers[seq[:n]]
+        for k in range(n, len(seq)):
+            if ip is not None:
+                ip = _copy(ip)
+                try:
+                    ip.feed_token(Token(seq[k], ""))
+                except UnexpectedInput:
+                    ip = None
+            parsers[seq[: k + 1]] = ip
+        return ip
+
+    def parser_accepts_prefix(self, seq: Sequence[str]) -> bool:
+        return self._parser_after(tuple(seq)) is not None
+
+    def parser_accepts(self, seq: Sequence[str]) -> bool:
+        """Does the parser accept ``seq`` followed by the end of input?"""
+        seq = tuple(seq)
+        if seq not in self._eof:
+            ip = self._parser_after(seq)
+            ok = False
+            if ip is not None:
+                try:
+                    _copy(ip).feed_eof()
+                    ok = True
+                except UnexpectedInput:
+                    ok = False
+            self._eof[seq] = ok
+        return self._eof[seq]
+
+    # -- decisions on lexer states -------------------------------------------------------------
+    def state_viable(self, state: Optional[LexState]) -> bool:
+        if state is None:
+            return False
+        seq = self.parser_terminals(state.lexemes)
+        if self._parser_after(seq) is None:
+            return False
+        if not state.cur:
+            return True
+        for i in state.alive:
+            name = self.terminals[i].name
+            if name in self.ignore or self._parser_after(seq + (name,)) is not None:
+                return True
+        return False
+
+    def state_complete(self, state: Optional[LexState]) -> bool:
+        if state is None:
+            return False
+        lexemes = state.lexemes
+        if state.cur:
+            name = self.winner(state.cur)
+            if name is None:
+                return False
+            lexemes = lexemes + ((name, state.cur),)
+        return self.parser_accepts(self.parser_terminals(lexemes))
+
+    # -- public API -------------------------------------------------------------------------------
+    def viable(self, prefix: bytes) -> bool:
+        """Is ``prefix`` viable (lexes without dying and its terminals are a parser prefix)?"""
+        return self.state_viable(self.lex_state(prefix))
+
+    def complete(self, prefix: bytes) -> bool:
+        """Is ``prefix`` a complete sentence (EOS allowed here)?"""
+        return self.state_complete(self.lex_state(prefix))
+
+    def allowed(self, prefix: bytes, token_bytes: Sequence[Optional[bytes]]) -> list[bool]:
+        """``[t is not None and t != b"" and viable(prefix + t) for t in token_bytes]``,
+        lexing ``prefix`` once."""
+        state = self.lex_state(prefix)
+        if state is None or not self.state_viable(state):
+            return [False] * len(token_bytes)  # viability is prefix-closed
+        return [bool(tok) and self.state_viable(self.feed(state, tok)) for tok in token_bytes]
+
+
+def _copy(ip):
+    try:
+        return ip.copy(deepcopy_values=False)
+    except TypeError:  # pragma: no cover - older Lark
+        return ip.copy()
