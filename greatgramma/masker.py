@@ -97,7 +97,7 @@ class _LexerView:
 class Masker:
     """Computes masks and advances states for one compiled grammar. Thread-safe; states are values."""
 
-    def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096):
+    def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 1):
         self.compiled = compiled
         self._transducer = compiled.transducer
         self._table = compiled.parse_table
@@ -116,7 +116,8 @@ class Masker:
             [outcomes.unpack(r) for r in range(self._num_rows)], self._prod_visible, self._prod_ignored
         )
         self._views: dict[int, _LexerView] = {}
-        self._splits: dict[int, _Split] = {}
+        self._splits: dict[Stack, _Split] = {}
+        self._split_depth = split_depth
         self._known: dict[tuple[Stack, int], object] = {}
         self._rows: OrderedDict[Stack, np.ndarray] = OrderedDict()
         self._masks: OrderedDict[tuple[int, Stack], np.ndarray] = OrderedDict()
@@ -246,16 +247,16 @@ class Masker:
             got = self._views.setdefault(q, got)
         return got
 
-    def _split(self, p: int) -> _Split:
-        """Walk the outcome trie with only the stack top p known (paper Alg. 5)."""
-        got = self._splits.get(p)
+    def _split(self, top: Stack) -> _Split:
+        """Walk the outcome trie with only the top of the stack known (paper Alg. 5)."""
+        got = self._splits.get(top)
         if got is not None:
             return got
         trie = self._trie
         accepted = np.zeros(self._num_rows, dtype=bool)
         frontier: list[tuple[int, Stack]] = []
         open_checks: dict[Stack, dict[int, list[np.ndarray]]] = {}
-        todo: list[tuple[int, Stack]] = [(0, (p,))]
+        todo: list[tuple[int, Stack]] = [(0, top)]
         while todo:
             n, known = todo.pop()
             accepted[trie.free[n]] = True
@@ -274,7 +275,7 @@ class Masker:
         checks = [(k, [(t, np.concatenate(rs)) for t, rs in d.items()]) for k, d in open_checks.items()]
         got = _Split(accepted, frontier, checks)
         with self._lock:
-            got = self._splits.setdefault(p, got)
+            got = self._splits.setdefault(top, got)
         return got
 
     def _rows_ok(self, stack: Stack) -> np.ndarray:
@@ -282,10 +283,11 @@ class Masker:
         got = self._rows.get(stack)
         if got is not None:
             return got
-        split = self._split(stack[-1])
+        depth = self._split_depth
+        split = self._split(stack[-depth:])
         ok = split.accepted.copy()
         trie, feed = self._trie, self._table.feed
-        below = stack[:-1]
+        below = stack[:-depth]
         for known, checks in split.open_checks:
             live = below + known
             for t, rows in checks:
