@@ -1,5 +1,6 @@
 """greatgramma: exact grammar-constrained decoding for Lark LALR grammars over LLM tokenizers."""
 
+from .artifact import load
 from .compiled import CompiledGrammar, compile
 from .errors import (
     ArtifactError,
@@ -30,4 +31,5 @@ __all__ = [
     "UnsupportedRegexError",
     "Vocabulary",
     "compile",
+    "load",
 ]

@@ -28,6 +28,13 @@ class Grammar:
         self.lark  # noqa: B018 - compile now so errors surface at construction
 
     @classmethod
+    def _from_artifact(cls, text: str, *, start: str, source: str) -> "Grammar":
+        """A grammar read back from a compiled artifact: Lark is only run if something asks for it."""
+        self = cls.__new__(cls)
+        self.text, self.start, self.indenter, self.source = text, start, None, source
+        return self
+
+    @classmethod
     def from_file(cls, path: str | os.PathLike, **kwargs) -> "Grammar":
         p = Path(path)
         try:

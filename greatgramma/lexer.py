@@ -7,6 +7,7 @@ current lexeme ends (it must be accepting) and the byte starts the next one from
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,9 +32,10 @@ class TerminalSpec:
 
     @property
     def display(self) -> str:
-        if self.is_string or self.name.startswith("__"):
-            return f"{self.name} ({self.pattern!r})"
-        return self.name
+        """How messages name the terminal: its literal text, its name, or an anonymous one's regex."""
+        if self.is_string:
+            return '"' + re.sub(r"\\(.)", r"\1", self.pattern) + '"'
+        return f"/{self.pattern}/" if self.name.startswith("__") else self.name
 
     def tie_key(self) -> tuple:
         """Lark's basic lexer order: priority, then string over regex, then longest pattern, then name."""

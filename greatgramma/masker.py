@@ -186,12 +186,24 @@ class Masker:
         raise TokenRejectedError(token, data, self.expected(state))
 
     def expected(self, state: State) -> list[str]:
-        """Names of the terminals that could come next (for error messages)."""
-        terms = self._lexer.terminals
-        if state.lexer == 0:
-            cand = [t for t in range(len(terms)) if not terms[t].ignored]
-            return [terms[t].display for t in self._table.expected(state.stack) if t in cand]
-        return [terms[t].display for t in self._prod_visible[state.lexer] if self._table.feed(state.stack, t)]
+        """The terminals that could come next, by name (for error messages).
+
+        Mid-lexeme, these are the ones the current lexeme can still become, followed by the ones
+        the parser accepts once the lexeme ends as it stands.
+        """
+        terms, table = self._lexer.terminals, self._table
+        names: list[str] = []
+        stack: Stack | None = state.stack
+        if state.lexer != 0:
+            names += [terms[t].display for t in self._prod_visible[state.lexer] if table.feed(state.stack, t)]
+            winner = int(self._lexer.accept[state.lexer])
+            if winner == DEAD:
+                return names
+            if not self._ignored[winner]:
+                stack = table.feed(state.stack, winner)
+        if stack is not None:
+            names += [terms[t].display if t < len(terms) else "end of input" for t in table.expected(stack)]
+        return list(dict.fromkeys(names))
 
     # ------------------------------------------------------------ internals
 

@@ -138,13 +138,17 @@ class Outcomes:
 class TokenTransducer:
     """(lexer state, token) -> outcome, computed for all tokens of a lexer state at once and cached."""
 
-    def __init__(self, lexer: LexerDFA, trie: TokenTrie):
+    def __init__(self, lexer: LexerDFA, trie: TokenTrie, *, saved: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
         self.lexer = lexer
         self.trie = trie
         self.outcomes = Outcomes()
         self._ignored = np.array([t.ignored for t in lexer.terminals] + [False], dtype=bool)
-        self._suffix = self._suffix_outcomes()
-        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if saved is None:
+            self.suffix = self._suffix_outcomes()
+        else:  # from an artifact: (suffix rows, outcome terms, outcome nexts)
+            self.suffix = saved[0].astype(np.int64)
+            self.outcomes.term, self.outcomes.next = saved[1].tolist(), saved[2].tolist()
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
 
     def _emit(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
@@ -218,7 +222,7 @@ class TokenTransducer:
         trie, delta, accept = self.trie, self.lexer.delta, self.lexer.accept
         n, lengths, matrix, levels = len(trie), trie.lengths, trie.matrix, trie.level_starts
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
-            rest = self._suffix[trie.offsets[:-1]]
+            rest = self.suffix[trie.offsets[:-1]]
             s_ids = np.nonzero(rest != DEAD)[0]
             return s_ids, np.full(len(s_ids), NO_TERM, dtype=np.int64), rest[s_ids]
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -238,7 +242,7 @@ class TokenTransducer:
             if brk.any():
                 s_ids, seg = _expand_ranges(c_lo[brk], c_hi[brk])
                 first = accept[p_state[brk]].astype(np.int64)[seg]
-                rest = self._suffix[trie.offsets[s_ids] + d]
+                rest = self.suffix[trie.offsets[s_ids] + d]
                 ok = rest != DEAD
                 first = np.where(self._ignored[first], NO_TERM, first)
                 parts.append((s_ids[ok], first[ok], rest[ok]))

@@ -1,0 +1,138 @@
+"""The ``gg`` command line: preprocess a grammar for a tokenizer, inspect an artifact, check a file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .artifact import load
+from .compiled import compile
+from .errors import GreatGrammaError, TokenRejectedError
+from .grammar import Grammar
+from .masker import Masker
+from .vocab import Vocabulary
+
+
+def _vocab(args: argparse.Namespace) -> Vocabulary:
+    eos = tuple(args.eos) if args.eos else None
+    return Vocabulary.from_pretrained(args.tokenizer, vocab_size=args.vocab_size, eos_token_ids=eos)
+
+
+def _grammar(args: argparse.Namespace) -> Grammar:
+    return Grammar.from_file(args.grammar, start=args.start)
+
+
+def _print_summary(summary: dict, out=sys.stdout) -> None:
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v:.2f}s" if isinstance(v, float) else f"{k} {v}" for k, v in value.items())
+        print(f"  {key:22} {value}", file=out)
+
+
+def cmd_preprocess(args: argparse.Namespace) -> int:
+    t = time.perf_counter()
+    compiled = compile(_grammar(args), _vocab(args))
+    seconds = time.perf_counter() - t
+    summary = compiled.summary()
+    summary["total_seconds"] = round(seconds, 3)
+    if args.output:
+        compiled.save(args.output)
+        summary["artifact"] = f"{args.output} ({os.path.getsize(args.output) / 1e6:.1f} MB)"
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"preprocessed {args.grammar} for {args.tokenizer} in {seconds:.2f}s")
+        _print_summary(summary)
+    return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    compiled = load(args.artifact)
+    summary = compiled.summary()
+    summary["vocab_fingerprint"] = compiled.vocab.fingerprint()[:16]
+    summary["eos_token_ids"] = list(compiled.vocab.eos_token_ids)
+    print(f"{args.artifact}:")
+    _print_summary(summary)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .tokenize import encode_exact, load_tokenizer
+
+    vocab = _vocab(args)
+    compiled = compile(_grammar(args), vocab)
+    text = Path(args.file).read_text(encoding="utf-8")
+    ids = encode_exact(load_tokenizer(args.tokenizer), text, vocab.token_bytes)
+    masker = Masker(compiled)
+    state = masker.initial_state()
+    offset = 0
+    data = text.encode("utf-8")
+    for i, tok in enumerate(ids):
+        try:
+            state = masker.advance(state, tok)
+        except TokenRejectedError as exc:
+            line = data[:offset].count(b"\n") + 1
+            col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+            print(f"{args.file}:{line}:{col}: token #{i} (id {tok}, {vocab.token_bytes[tok]!r}) rejected", file=sys.stderr)
+            print(f"  {exc}", file=sys.stderr)
+            return 1
+        offset += len(vocab.token_bytes[tok] or b"")
+    if not masker.is_complete(state):
+        print(f"{args.file}: every token is allowed, but the text is not complete (EOS is not allowed)", file=sys.stderr)
+        print(f"  expected one of: {', '.join(masker.expected(state))}", file=sys.stderr)
+        return 1
+    print(f"{args.file}: OK ({len(ids)} tokens)")
+    return 0
+
+
+def _add_tokenizer_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokenizer", required=True, help="tokenizer.json(.gz) file, a directory holding one, or a hub id")
+    p.add_argument("--eos", type=int, nargs="+", metavar="ID", help="EOS token ids (default: from tokenizer_config.json)")
+    p.add_argument("--vocab-size", type=int, help="model logits width if larger than the tokenizer's vocabulary")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gg", description="greatgramma: exact grammar-constrained decoding")
+    parser.add_argument("--version", action="version", version=f"greatgramma {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("preprocess", help="compile a Lark grammar for a tokenizer and print a summary")
+    p.add_argument("grammar", help="Lark grammar file (LALR(1), basic lexer)")
+    _add_tokenizer_args(p)
+    p.add_argument("-o", "--output", help="write the compiled artifact here")
+    p.add_argument("--start", default="start", help="start rule (default: start)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=cmd_preprocess)
+
+    p = sub.add_parser("inspect", help="print what a compiled artifact holds")
+    p.add_argument("artifact")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("check", help="walk a file's tokens through the masks; report the first rejected token")
+    p.add_argument("grammar")
+    _add_tokenizer_args(p)
+    p.add_argument("file", help="text file to check")
+    p.add_argument("--start", default="start")
+    p.set_defaults(func=cmd_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except GreatGrammaError as exc:
+        print(f"gg: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"gg: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
