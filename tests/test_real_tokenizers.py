@@ -1,0 +1,105 @@
+"""Real tokenizers x benchmark grammars: every program token allowed, random walks never stuck, outputs parse.
+
+Uses ../shared (tokenizers and programs); skipped with a reason when it is absent.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import lark
+import numpy as np
+import pytest
+
+import greatgramma as gg
+from greatgramma.tokenize import encode_exact, load_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+TOKENIZERS = ("llama2", "llama3", "qwen3")
+LANGUAGES = {"go": "go", "java": "java", "json": "json"}
+WALKS = 50
+MAX_STEPS = 120
+CLOSERS = [b'"', b")", b"]", b"}", b";", b"\n", b"*/", b"'", b"`", b"0", b" 0", b"1"]
+
+pytestmark = [
+    pytest.mark.real_tokenizers,
+    pytest.mark.skipif(not (SHARED / "tokenizers").is_dir(), reason=f"shared data not found at {SHARED}"),
+]
+
+
+def _tokenizer_path(name: str) -> Path:
+    return SHARED / "tokenizers" / name / "tokenizer.json.gz"
+
+
+_compiled: dict[tuple[str, str], gg.CompiledGrammar] = {}
+
+
+def compiled_for(grammar: str, tokenizer: str) -> gg.CompiledGrammar:
+    key = (grammar, tokenizer)
+    if key not in _compiled:
+        _compiled.clear()  # keep one cell in memory at a time
+        vocab = gg.Vocabulary.from_file(_tokenizer_path(tokenizer))
+        _compiled[key] = gg.compile(gg.Grammar.from_file(ROOT / "grammars" / f"{grammar}.lark"), vocab)
+    return _compiled[key]
+
+
+def allowed_ids(words: np.ndarray) -> np.ndarray:
+    return np.nonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0]
+
+
+CELLS = [(g, t) for g in LANGUAGES for t in TOKENIZERS]
+
+
+@pytest.mark.parametrize("grammar,tokenizer", CELLS)
+def test_programs_walk_cleanly(grammar: str, tokenizer: str) -> None:
+    compiled = compiled_for(grammar, tokenizer)
+    vocab = compiled.vocab
+    masker = gg.Masker(compiled)
+    hf = load_tokenizer(_tokenizer_path(tokenizer))
+    programs = sorted((SHARED / "bench" / "programs" / LANGUAGES[grammar]).glob("*"))
+    assert programs
+    for program in programs:
+        ids = encode_exact(hf, program.read_text(encoding="utf-8"), vocab.token_bytes)
+        state = masker.initial_state()
+        for i, tok in enumerate(ids):
+            words = masker.mask(state).view(np.uint32)
+            assert words[tok >> 5] >> (tok & 31) & 1, f"{program.name}: token #{i} {vocab.token_bytes[tok]!r} blocked"
+            state = masker.advance(state, tok)
+        words = masker.mask(state).view(np.uint32)
+        for eos in vocab.eos_token_ids:
+            assert words[eos >> 5] >> (eos & 31) & 1, f"{program.name}: EOS blocked at the end"
+
+
+@pytest.mark.parametrize("grammar,tokenizer", CELLS)
+def test_random_walks(grammar: str, tokenizer: str) -> None:
+    compiled = compiled_for(grammar, tokenizer)
+    vocab = compiled.vocab
+    eos = set(vocab.eos_token_ids)
+    masker = gg.Masker(compiled)
+    parser = lark.Lark((ROOT / "grammars" / f"{grammar}.lark").read_text(), parser="lalr", lexer="basic")
+    closers = np.array([i for i, tb in enumerate(vocab.token_bytes) if tb in CLOSERS], dtype=np.int64)
+    eos_ids = np.array(sorted(eos), dtype=np.int64)
+    rng = np.random.default_rng(zlib.crc32(f"{grammar}-{tokenizer}".encode()))
+    finished = 0
+    for walk in range(WALKS):
+        state, out = masker.initial_state(), b""
+        for step in range(MAX_STEPS):
+            ids = allowed_ids(masker.mask(state))
+            assert len(ids), f"walk {walk}: empty mask after {out!r}"
+            ending = step > MAX_STEPS // 2
+            if np.isin(eos_ids, ids).any() and (ending or rng.random() < 0.2):
+                state = masker.advance(state, int(eos_ids[np.isin(eos_ids, ids)][0]))
+                break
+            options = ids[np.isin(ids, closers)] if ending else ids[:0]
+            if not len(options):  # steer towards an end with closing tokens late in the walk
+                options = ids[~np.isin(ids, eos_ids)]
+            pick = int(rng.choice(options))
+            state = masker.advance(state, pick)
+            out += vocab.token_bytes[pick]
+        if state.finished:
+            finished += 1
+            parser.parse(out.decode("utf-8"))  # raises if Lark rejects a completed output
+    print(f"{grammar} x {tokenizer}: {finished}/{WALKS} walks ended with EOS")
+    assert finished > 0, "no walk reached EOS"
