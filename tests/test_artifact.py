@@ -1,0 +1,71 @@
+"""Compiled artifacts: round trip, and clear errors for damaged or mismatched files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import CALC, CALC_TOKENS
+
+import greatgramma as gg
+
+
+def masks_along(compiled, tokens):
+    masker = gg.Masker(compiled)
+    state, out = masker.initial_state(), []
+    for t in tokens:
+        out.append(masker.mask(state))
+        state = masker.advance(state, t)
+    return out
+
+
+def test_round_trip(tmp_path, calc_compiled, calc_vocab) -> None:
+    path = tmp_path / "calc.ggc"
+    calc_compiled.save(path)
+    loaded = gg.load(path, grammar=gg.Grammar(CALC), vocab=calc_vocab)
+    plain = gg.load(path)
+    assert plain.vocab == calc_vocab
+    seq = [CALC_TOKENS.index(b) for b in (b"(", b"1+", b"x", b")", b"*", b"12")]
+    for a, b, c in zip(masks_along(calc_compiled, seq), masks_along(loaded, seq), masks_along(plain, seq)):
+        assert np.array_equal(a, b) and np.array_equal(a, c)
+
+
+def test_corruption_and_truncation(tmp_path, calc_compiled) -> None:
+    path = tmp_path / "calc.ggc"
+    calc_compiled.save(path)
+    raw = bytearray(path.read_bytes())
+    raw[-100] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(gg.ArtifactError, match="corrupted"):
+        gg.load(path)
+    calc_compiled.save(path)
+    path.write_bytes(path.read_bytes()[:-500])
+    with pytest.raises(gg.ArtifactError, match="corrupted"):
+        gg.load(path)
+    path.write_bytes(b"not an artifact")
+    with pytest.raises(gg.ArtifactError, match="not a greatgramma compiled grammar"):
+        gg.load(path)
+    with pytest.raises(gg.ArtifactError, match="cannot read"):
+        gg.load(tmp_path / "missing.ggc")
+
+
+def test_other_format_version(tmp_path, calc_compiled) -> None:
+    path = tmp_path / "calc.ggc"
+    calc_compiled.save(path)
+    header, _, payload = path.read_bytes().partition(b"\n")
+    meta = json.loads(header)
+    meta["format"] = 999
+    path.write_bytes(json.dumps(meta).encode() + b"\n" + payload)
+    with pytest.raises(gg.ArtifactError, match="format 999"):
+        gg.load(path)
+
+
+def test_mismatched_inputs(tmp_path, calc_compiled, calc_vocab) -> None:
+    path = tmp_path / "calc.ggc"
+    calc_compiled.save(path)
+    with pytest.raises(gg.ArtifactError, match="another grammar"):
+        gg.load(path, grammar=gg.Grammar(CALC + "\n%ignore /\\t/\n"))
+    other = gg.Vocabulary.from_token_bytes(CALC_TOKENS, eos_token_ids=[0], vocab_size=calc_vocab.vocab_size + 32)
+    with pytest.raises(gg.ArtifactError, match="another tokenizer"):
+        gg.load(path, vocab=other)

@@ -1,0 +1,143 @@
+"""The byte-level lexer DFA against Python's ``re``: terminal languages, lexeme boundaries, tie-breaks, errors."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import greatgramma as gg
+from greatgramma.lexer import DEAD, TerminalSpec, build_lexer
+from greatgramma.regex import utf8_sequences
+
+GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
+
+
+@functools.lru_cache(maxsize=None)
+def single_terminal_lexer(pattern: str):
+    return build_lexer([spec("T", pattern)])
+
+
+def spec(name: str, pattern: str, *, is_string: bool = False, priority: int = 0) -> TerminalSpec:
+    return TerminalSpec(name, pattern, is_string, priority, 100, len(pattern), False)
+
+
+def dfa_match(lexer, data: bytes) -> int:
+    """Winning terminal if the whole of ``data`` is one lexeme, else DEAD."""
+    q = 0
+    for b in data:
+        q = int(lexer.delta[q, b])
+        if q == DEAD:
+            return DEAD
+    return int(lexer.accept[q])
+
+
+def lark_patterns() -> list[tuple[str, str]]:
+    out = []
+    for name in ("go", "java", "json"):
+        for t in gg.Grammar.from_file(GRAMMARS / f"{name}.lark").terminals:
+            out.append((f"{name}:{t.name}", t.pattern))
+    return out
+
+
+EXTRA = [
+    ("word", r"\w+"),
+    ("ci", r"(?i)select|k"),
+    ("dotall", r"(?s)<.*>"),
+    ("notquote", r'"[^"\\]*"'),
+    ("counted", r"a{2,4}b?"),
+    ("lazy_comment", r"/\*[\s\S]*?\*/"),
+    ("lazy_string", r'".*?"'),
+    ("digits", r"\d+(\.\d*)?"),
+]
+PATTERNS = lark_patterns() + EXTRA
+ALPHABET = st.sampled_from(list('ab"\\*/ \n\t.xK0129eE+-_<>\'`;éü€\u212a٣'))
+
+
+def _is_lazy(pattern: str) -> bool:
+    return bool(re.search(r"[*+?}]\?", pattern))
+
+
+@pytest.mark.parametrize("label,pattern", PATTERNS, ids=[p[0] for p in PATTERNS])
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_dfa_language_equals_python_re(label: str, pattern: str, data) -> None:
+    lexer = single_terminal_lexer(pattern)
+    text = data.draw(st.one_of(st.from_regex(pattern, fullmatch=True), st.text(ALPHABET, max_size=8)))
+    m = re.match(pattern, text)
+    expected = bool(m) and m.end() == len(text) if _is_lazy(pattern) else bool(re.fullmatch(pattern, text))
+    assert (dfa_match(lexer, text.encode()) == 0) == expected, (label, text)
+
+
+def test_lazy_string_ends_at_first_quote() -> None:
+    lexer = build_lexer([spec("S", r'".*?"'), spec("PLUS", r"\+", is_string=True), spec("WS", r" ")])
+    ran = lexer.feed(0, b'"a" + "b"')
+    assert ran is not None
+    terms, end = ran
+    assert terms == [0, 2, 1, 2] and lexer.accept[end] == 0  # S WS PLUS WS, then S pending
+
+
+def test_keyword_beats_identifier_and_munch_is_maximal() -> None:
+    lexer = build_lexer([spec("NAME", r"[a-z]+"), spec("IF", "if", is_string=True)])
+    assert dfa_match(lexer, b"if") == 1
+    assert dfa_match(lexer, b"iff") == 0
+    assert dfa_match(lexer, b"i") == 0
+
+
+def test_priority_beats_string() -> None:
+    lexer = build_lexer([spec("NAME", r"[a-z]+", priority=2), spec("IF", "if", is_string=True)])
+    assert dfa_match(lexer, b"if") == 0
+
+
+def test_partial_utf8_is_alive_and_never_accepting() -> None:
+    lexer = build_lexer([spec("S", r'"[^"]*"')])
+    q = 0
+    for b in b'"\xe2\x82':
+        q = int(lexer.delta[q, b])
+        assert q != DEAD
+    assert lexer.accept[q] == DEAD
+    assert lexer.delta[q, ord("a")] == DEAD  # a continuation byte must follow
+    assert lexer.delta[0, 0xFF] == DEAD
+
+
+@pytest.mark.parametrize(
+    "pattern,construct",
+    [
+        (r"a(?=b)", "lookahead"),
+        (r"(?<!x)a", "lookbehind"),
+        (r"^a", "anchor"),
+        (r"(a)\1", "backreference"),
+        (r"a.*?b+", "lazy quantifier"),
+    ],
+)
+def test_unsupported_constructs_name_terminal(pattern: str, construct: str) -> None:
+    with pytest.raises(gg.UnsupportedRegexError) as err:
+        build_lexer([spec("MYTERM", pattern)])
+    assert "MYTERM" in str(err.value) and construct in str(err.value)
+
+
+def test_empty_terminal_is_refused() -> None:
+    with pytest.raises(gg.GrammarError, match="EMPTYISH.*empty string"):
+        build_lexer([spec("EMPTYISH", r"a*")])
+
+
+def test_dfa_state_limit() -> None:
+    with pytest.raises(gg.ResourceLimitError, match="max_dfa_states"):
+        build_lexer([spec("BLOWUP", r"(a|b)*a(a|b){12}")], max_states=1000)
+
+
+def test_utf8_sequences_cover_exactly_the_range() -> None:
+    for lo, hi in [(0, 0x7F), (0x80, 0x7FF), (0x7F, 0x900), (0xD000, 0xE100), (0x10000, 0x10400), (0xFFF0, 0x10010)]:
+        got = []
+        for seq in utf8_sequences(lo, hi):
+            for bs in itertools.product(*[range(a, b + 1) for a, b in seq]):
+                ch = bytes(bs).decode("utf-8")
+                assert len(ch) == 1
+                got.append(ord(ch))
+        expected = [c for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF]
+        assert sorted(got) == expected

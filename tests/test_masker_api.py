@@ -1,0 +1,104 @@
+"""Masker behaviour at the edges: special and padding ids, EOS, rejected tokens, foreign states, threads."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from conftest import CALC, CALC_TOKENS
+
+import greatgramma as gg
+
+
+def allowed(words: np.ndarray) -> set[int]:
+    return set(np.nonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0].tolist())
+
+
+def ids(*pieces: bytes) -> list[int]:
+    return [CALC_TOKENS.index(p) for p in pieces]
+
+
+def walk(masker: gg.Masker, pieces: list[bytes]) -> gg.State:
+    state = masker.initial_state()
+    for t in ids(*pieces):
+        state = masker.advance(state, t)
+    return state
+
+
+def test_mask_shape_and_padding(calc_compiled) -> None:
+    masker = gg.Masker(calc_compiled)
+    words = masker.mask(masker.initial_state())
+    v = calc_compiled.vocab.vocab_size
+    assert words.dtype == np.int32 and words.shape == ((v + 31) // 32,)
+    got = allowed(words)
+    assert max(got) < len(CALC_TOKENS)  # padding ids never allowed
+    assert 0 not in got and 1 not in got  # EOS (incomplete) and special token
+    assert got == set(ids(b"1", b"2", b"12", b"(", b"x", b"y", b"xy", b"1+", b" ", b" (", b"x*", b"let"))
+
+
+def test_eos_exactly_when_complete(calc_compiled) -> None:
+    masker = gg.Masker(calc_compiled)
+    state = walk(masker, [b"1+"])
+    assert not masker.is_complete(state) and 0 not in allowed(masker.mask(state))
+    state = masker.advance(state, ids(b"xy")[0])
+    assert masker.is_complete(state) and 0 in allowed(masker.mask(state))
+    done = masker.advance(state, 0)
+    assert done.finished and allowed(masker.mask(done)) == set()
+    with pytest.raises(gg.TokenRejectedError, match="already ended"):
+        masker.advance(done, ids(b"+")[0])
+
+
+def test_rejections_name_the_token(calc_compiled) -> None:
+    masker = gg.Masker(calc_compiled)
+    state = walk(masker, [b"1"])
+    paren = ids(b"(")[0]
+    with pytest.raises(gg.TokenRejectedError, match=rf"token {paren} b'\(' is not allowed.*expected one of") as err:
+        masker.advance(state, paren)
+    assert err.value.token_id == paren and err.value.token_bytes == b"("
+    assert set(err.value.expected) == {"NUMBER", '"+"', '"-"', '"*"'}
+    with pytest.raises(gg.TokenRejectedError, match="EOS before the output is complete"):
+        masker.advance(masker.advance(state, ids(b"+")[0]), 0)
+    with pytest.raises(gg.TokenRejectedError, match="special"):
+        masker.advance(state, 1)
+    with pytest.raises(gg.TokenRejectedError, match="out of range"):
+        masker.advance(state, 10_000)
+    with pytest.raises(gg.TokenRejectedError, match="out of range"):
+        masker.advance(state, -1)
+
+
+def test_partial_character_is_refused_where_no_terminal_takes_it(calc_compiled) -> None:
+    masker = gg.Masker(calc_compiled)
+    state = masker.initial_state()
+    assert ids(b"\xc3")[0] not in allowed(masker.mask(state))
+
+
+def test_state_from_another_grammar_is_refused(calc_compiled, calc_vocab) -> None:
+    other = gg.Masker(gg.compile(gg.Grammar(CALC), calc_vocab))
+    with pytest.raises(gg.GreatGrammaError, match="does not belong"):
+        gg.Masker(calc_compiled).mask(other.initial_state())
+
+
+def test_old_states_stay_valid(calc_compiled) -> None:
+    masker = gg.Masker(calc_compiled)
+    a = walk(masker, [b"1"])
+    before = masker.mask(a).copy()
+    masker.advance(a, ids(b"+")[0])
+    assert (masker.mask(a) == before).all()
+
+
+def test_threads_give_the_serial_masks(calc_compiled) -> None:
+    sequences = [[b"1", b"+", b"x"], [b"(", b"1", b"*", b"2", b")"], [b"xy", b" ", b"-", b" (", b"12", b")"]] * 3
+
+    def run(masker, seq):
+        state, out = masker.initial_state(), []
+        for t in ids(*seq):
+            out.append(masker.mask(state).tobytes())
+            state = masker.advance(state, t)
+        return out
+
+    serial = [run(gg.Masker(calc_compiled), s) for s in sequences]
+    shared = gg.Masker(calc_compiled)
+    with ThreadPoolExecutor(8) as pool:
+        parallel = list(pool.map(lambda s: run(shared, s), sequences))
+    assert parallel == serial
