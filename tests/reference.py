@@ -334,6 +334,87 @@ class _PatternAnalysis:
 
 
 # ----------------------------------------------------------------------------------------------
+# A lazy pattern rewritten around a bug of the ``regex`` module's partial matching.
+#
+# When a lazy repeat of a one-character item is followed by a literal (``".*?"``), ``regex``
+# looks ahead for the literal; with ``partial=True``, reaching the end of the text that way is
+# reported as a partial match without checking that the repeat can take the characters skipped:
+# ``regex.match('".*?"', '"\\n', partial=True)`` and ``regex.match('"[a-z]*?"', '"A',
+# partial=True)`` both report a partial match (regex 2026.5.9). Wrapping the repeated item in an
+# atomic group turns the look-ahead off. That changes nothing when the item has a fixed width:
+# every way it matches ends at the same position, so only captures could differ, and the
+# checker never reads them. The rewritten pattern is rebuilt from Python's own parse tree.
+
+_AT_TEXT = {
+    _c.AT_BEGINNING: "^",
+    _c.AT_BEGINNING_STRING: r"\A",
+    _c.AT_END: "$",
+    _c.AT_END_STRING: r"\Z",
+    _c.AT_BOUNDARY: r"\b",
+    _c.AT_NON_BOUNDARY: r"\B",
+}
+_GLOBAL_FLAG_LETTERS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"), (re.ASCII, "a"))
+
+
+def _flag_letters(flags: int) -> str:
+    return "".join(letter for flag, letter in _GLOBAL_FLAG_LETTERS if flags & flag)
+
+
+def _lazy_safe_pattern(pattern: str) -> str:
+    """``pattern`` with every fixed-width item under a lazy quantifier inside ``(?>...)``.
+
+    Raises _NoAutomaton for a construct it cannot rebuild (the caller keeps the original).
+    """
+    parsed = _sre_parse.parse(pattern)
+    flags = _flag_letters(parsed.state.flags)
+    return ("(?%s)" % flags if flags else "") + _unparse(list(parsed))
+
+
+def _unparse(items) -> str:
+    out = []
+    for op, av in items:
+        if op in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN, _c.CATEGORY):
+            out.append(_Atom._body(op, av)[0])
+        elif op is _c.AT:
+            if av not in _AT_TEXT:
+                raise _NoAutomaton(av)
+            out.append(_AT_TEXT[av])
+        elif op is _c.SUBPATTERN:
+            group, add, delete, sub = av
+            on, off = _flag_letters(add), _flag_letters(delete)
+            inner = _unparse(sub)
+            if on or off:
+                inner = "(?%s%s:%s)" % (on, "-" + off if off else "", inner)
+            out.append("(%s)" % inner if group is not None else "(?:%s)" % inner)
+        elif op is _c.BRANCH:
+            out.append("(?:%s)" % "|".join(_unparse(alt) for alt in av[1]))
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or op.name == "POSSESSIVE_REPEAT":
+            lo, hi, sub = av
+            body = "(?:%s)" % _unparse(sub)
+            if op is _c.MIN_REPEAT:
+                width_lo, width_hi = sub.getwidth()
+                if width_lo == width_hi:
+                    body = "(?>%s)" % body
+            count = "{%d,%s}" % (lo, "" if hi == _c.MAXREPEAT else hi)
+            suffix = "?" if op is _c.MIN_REPEAT else ("+" if op.name == "POSSESSIVE_REPEAT" else "")
+            out.append(body + count + suffix)
+        elif op.name == "ATOMIC_GROUP":
+            out.append("(?>%s)" % _unparse(av))
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            direction, sub = av
+            kind = ("=" if op is _c.ASSERT else "!") if direction == 1 else "<" + ("=" if op is _c.ASSERT else "!")
+            out.append("(?%s%s)" % (kind, _unparse(sub)))
+        elif op is _c.GROUPREF:
+            out.append("(?:\\%d)" % av)
+        elif op is _c.GROUPREF_EXISTS:
+            group, yes, no = av
+            out.append("(?(%d)%s%s)" % (group, _unparse(yes), "|" + _unparse(no) if no else ""))
+        else:
+            raise _NoAutomaton(op)
+    return "".join(out)
+
+
+# ----------------------------------------------------------------------------------------------
 # One terminal: alive / complete on byte strings
 
 
@@ -360,8 +441,12 @@ class _Terminal:
             # which fails the whole match without trying lower-priority paths. A success at the
             # end, or a path that runs into the end, gives a partial match. (The plain
             # partial=True match prefers any complete match over an earlier partial path.)
-            m = _LEADING_GLOBAL_FLAGS.match(self.regexp)
-            flags, body = (m.group(), self.regexp[m.end() :]) if m else ("", self.regexp)
+            try:
+                safe = _lazy_safe_pattern(self.regexp)
+            except _NoAutomaton:  # pragma: no cover - a construct the rebuild does not know
+                safe = self.regexp
+            m = _LEADING_GLOBAL_FLAGS.match(safe)
+            flags, body = (m.group(), safe[m.end() :]) if m else ("", safe)
             # The empty group after (*PRUNE) is set only when the event was a success at the end.
             self._prefix = regex.compile(flags + r"(?:" + body + r")(*PRUNE)()(?:\Z[\s\S])")
             self._end_group = self._prefix.groups

@@ -267,6 +267,12 @@ def _alive_by_definition(pattern: str, text: str, alphabet: str, max_ext: int) -
         (r"(?:;|a.*?;)+", "ab;"),
         (r'"(?:\\.|[^"])*?"', 'a"\\'),
         (r"a(?!b).*?;", "ab;"),
+        # regex's partial matching skips the characters of a lazy one-character repeat when it
+        # looks ahead for the literal after it (see reference._lazy_safe_pattern):
+        (r'".*?"', 'a"\n'),
+        (r'"[a-z]*?"', 'aA"'),
+        (r'".*[^a\n]{1,2}?"', 'ab"\n'),
+        (r'"(?:.)*?x"', 'ax"\n'),
     ],
 )
 def test_lazy_alive_equals_brute_force_over_extensions(pattern, alphabet):
@@ -280,6 +286,15 @@ def test_lazy_alive_equals_brute_force_over_extensions(pattern, alphabet):
         assert term.alive(text.encode()) == expected, (pattern, text)
         m = re.match(pattern, text)
         assert term.complete(text.encode()) == (m is not None and m.end() == len(text)), (pattern, text)
+
+
+def test_lazy_string_does_not_take_a_newline():
+    # /".*?"/: "." takes no newline, so a string with one in it is dead (regex reports a
+    # partial match for '"\n' with the plain pattern; the reference must not).
+    ref = ReferenceChecker(LAZY_STRINGS)
+    assert not ref.viable(b'"\n')
+    assert not ref.viable(b'"a\nb')
+    assert ref.allowed(b'"a', [b"\n", b'\n"', b"b", b'"']) == [False, False, True, True]
 
 
 def test_partial_character_after_a_closed_lazy_lexeme():
