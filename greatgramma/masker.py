@@ -118,6 +118,7 @@ class Masker:
         self._views: dict[int, _LexerView] = {}
         self._splits: dict[Stack, _Split] = {}
         self._split_depth = split_depth
+        self._memo_depth = 8
         self._known: dict[tuple[Stack, int], object] = {}
         self._rows: OrderedDict[Stack, np.ndarray] = OrderedDict()
         self._masks: OrderedDict[tuple[int, Stack], np.ndarray] = OrderedDict()
@@ -219,8 +220,18 @@ class Masker:
         """Some lexeme reachable from lexer state ``end`` keeps the parser alive."""
         if self._prod_ignored[end]:
             return True
-        feed = self._table.feed
+        feed = self._feed
         return any(feed(stack, t) is not None for t in self._prod_visible[end])
+
+    def _feed(self, stack: Stack, term: int) -> Stack | None:
+        """``ParseTable.feed``, memoized on the top of the stack that reductions usually touch."""
+        depth = self._memo_depth
+        r = self._feed_known(stack[-depth:], term)
+        if r is DEPENDS:
+            return self._table.feed(stack, term)
+        if r is False:
+            return None
+        return stack[:-depth] + r if len(stack) > depth else r
 
     def _feed_known(self, known: Stack, term: int):
         key = (known, term)
@@ -298,7 +309,7 @@ class Masker:
         depth = self._split_depth
         split = self._split(stack[-depth:])
         ok = split.accepted.copy()
-        trie, feed = self._trie, self._table.feed
+        trie, feed = self._trie, self._feed
         below = stack[:-depth]
         for known, checks in split.open_checks:
             live = below + known
@@ -329,7 +340,7 @@ class Masker:
         n = self._num_rows
         status = np.zeros(len(view.firsts) * n + len(view.end_states) + 1, dtype=bool)
         for k, first in enumerate(view.firsts):
-            after = stack if first == NO_TERM else self._table.feed(stack, first)
+            after = stack if first == NO_TERM else self._feed(stack, first)
             if after is not None:
                 status[k * n : (k + 1) * n] = self._rows_ok(after)
         base = len(view.firsts) * n

@@ -149,6 +149,7 @@ class TokenTransducer:
             self.suffix = saved[0].astype(np.int64)
             self.outcomes.term, self.outcomes.next = saved[1].tolist(), saved[2].tolist()
         self._cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._subtrees: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
 
     def _emit(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
@@ -219,19 +220,69 @@ class TokenTransducer:
         return got
 
     def _walk(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        trie, delta, accept = self.trie, self.lexer.delta, self.lexer.accept
-        n, lengths, matrix, levels = len(trie), trie.lengths, trie.matrix, trie.level_starts
+        trie = self.trie
+        rest0 = self.suffix[trie.offsets[:-1]]
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
-            rest = self.suffix[trie.offsets[:-1]]
-            s_ids = np.nonzero(rest != DEAD)[0]
-            return s_ids, np.full(len(s_ids), NO_TERM, dtype=np.int64), rest[s_ids]
+            s_ids = np.nonzero(rest0 != DEAD)[0]
+            return s_ids, np.full(len(s_ids), NO_TERM, dtype=np.int64), rest0[s_ids]
+        accept = int(self.lexer.accept[q])
+        first = NO_TERM if accept != DEAD and self._ignored[accept] else accept
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        lo = np.zeros(1, dtype=np.int64)
-        hi = np.full(1, n, dtype=np.int64)
-        state = np.full(1, q, dtype=np.int64)
-        for d, starts in enumerate(levels):
+        for b, lo, hi in self._root_children:
+            s = int(self.lexer.delta[q, b])
+            if s != DEAD:
+                parts.append(self._subtree(b, s))
+            elif accept != DEAD:  # the lexeme ends before this string; the string starts afresh
+                ids = np.arange(lo, hi)[rest0[lo:hi] != DEAD]
+                parts.append((ids, np.full(len(ids), first, dtype=np.int64), rest0[ids]))
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
+
+    @property
+    def _root_children(self) -> list[tuple[int, int, int]]:
+        """(first byte, first string, end string) of each child of the trie root."""
+        got = self.__dict__.get("_root")
+        if got is None:
+            starts = self.trie.level_starts[0] if self.trie.level_starts else np.zeros(0, dtype=np.int64)
+            ends = np.append(starts[1:], len(self.trie))
+            got = self.__dict__["_root"] = [
+                (int(self.trie.matrix[lo, 0]), int(lo), int(hi)) for lo, hi in zip(starts.tolist(), ends.tolist())
+            ]
+        return got
+
+    def _subtree(self, byte: int, state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Walk of the strings that start with ``byte``, entered in lexer state ``state`` after it.
+
+        Shared by every lexer state whose transition on ``byte`` leads to ``state``.
+        """
+        key = (byte, state)
+        got = self._subtrees.get(key)
+        if got is not None:
+            return got
+        lo, hi = next((lo, hi) for b, lo, hi in self._root_children if b == byte)
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        one = self.trie.lengths[lo] == 1
+        if one:
+            parts.append((np.array([lo]), np.array([END]), np.array([state])))
+        if hi - lo > 1 or not one:
+            parts.extend(self._walk_from(np.array([lo]), np.array([hi]), np.array([state]), 1))
+        empty = np.zeros(0, dtype=np.int64)
+        got = tuple(np.concatenate(x) for x in zip(*parts)) if parts else (empty, empty, empty)
+        with self._lock:
+            got = self._subtrees.setdefault(key, got)  # type: ignore[arg-type]
+        return got  # type: ignore[return-value]
+
+    def _walk_from(self, lo: np.ndarray, hi: np.ndarray, state: np.ndarray, depth: int):
+        """Walk trie nodes [lo, hi) at ``depth`` (entered in lexer ``state``) down to their strings."""
+        trie, delta, accept = self.trie, self.lexer.delta, self.lexer.accept
+        lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        for d in range(depth, len(levels)):
             if not len(lo):
                 break
+            starts = levels[d]
             a, b = np.searchsorted(starts, lo), np.searchsorted(starts, hi)
             child, parent = _expand_ranges(a, b)
             c_lo = starts[child]
@@ -253,7 +304,4 @@ class TokenTransducer:
                 parts.append((c_lo[ends], np.full(int(ends.sum()), END, dtype=np.int64), nxt[ends]))
             more = (c_hi - c_lo > 1) | ~ends
             lo, hi, state = c_lo[more], c_hi[more], nxt[more]
-        if not parts:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
-        return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
+        return parts
