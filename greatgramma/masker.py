@@ -97,7 +97,7 @@ class _LexerView:
 class Masker:
     """Computes masks and advances states for one compiled grammar. Thread-safe; states are values."""
 
-    def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 1):
+    def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 3):
         self.compiled = compiled
         self._transducer = compiled.transducer
         self._table = compiled.parse_table
