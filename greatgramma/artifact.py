@@ -26,7 +26,7 @@ from .transducer import TokenTransducer, TokenTrie
 from .vocab import Vocabulary
 
 MAGIC = "greatgramma-compiled"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def _library_version() -> str:
@@ -52,6 +52,7 @@ def save(compiled: CompiledGrammar, path: str | os.PathLike) -> None:
         "lexer_delta": lx.delta,
         "lexer_accept": lx.accept,
         "lexer_prod": lx.prod,
+        "lexer_accept_next": lx.accept_next,
         "lalr_action": pt.action,
         "lalr_goto": pt.goto,
         "lalr_rule_lhs": pt.rule_lhs,
@@ -134,7 +135,7 @@ def load(
     if grammar is None:
         grammar = Grammar._from_artifact(gh["text"], start=gh["start"], source=gh["source"])
     terminals = tuple(TerminalSpec(**t) for t in header["terminals"])
-    lexer = LexerDFA(a["lexer_delta"], a["lexer_accept"], a["lexer_prod"], terminals)
+    lexer = LexerDFA(a["lexer_delta"], a["lexer_accept"], a["lexer_prod"], terminals, a["lexer_accept_next"])
     lalr = header["lalr"]
     table = ParseTable(
         a["lalr_action"],

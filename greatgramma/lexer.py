@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import GrammarError, ResourceLimitError
+from .errors import GrammarError, ResourceLimitError, UnsupportedRegexError
 from .regex import ByteNFA, compile_regex
 
 DEAD = -1
@@ -47,9 +47,10 @@ class LexerDFA:
     """Minimal DFA over bytes for the union of all terminals; state 0 is the start."""
 
     delta: np.ndarray  # int32[Q, 256], DEAD where no live transition
-    accept: np.ndarray  # int32[Q], winning terminal index or DEAD
+    accept: np.ndarray  # int32[Q], terminal the lexeme ends as at the end of input, or DEAD
     prod: np.ndarray  # bool[Q, T], terminals whose lexeme can still be completed from the state
     terminals: tuple[TerminalSpec, ...]
+    accept_next: np.ndarray  # int32[Q, 256], terminal the lexeme ends as when byte b follows (lookahead)
 
     @property
     def num_states(self) -> int:
@@ -57,12 +58,12 @@ class LexerDFA:
 
     def feed(self, state: int, data: bytes) -> tuple[list[int], int] | None:
         """Run the lexing transducer: (terminals emitted, end state), or None at a dead end."""
-        delta, accept = self.delta, self.accept
+        delta, accept_next = self.delta, self.accept_next
         out: list[int] = []
         for b in data:
             nxt = delta[state, b]
             if nxt == DEAD:
-                term = accept[state]
+                term = accept_next[state, b]
                 if term == DEAD:
                     return None
                 out.append(int(term))
@@ -77,8 +78,9 @@ class LexerDFA:
 
 
 def _byte_classes(nfas: list[ByteNFA]) -> tuple[np.ndarray, list[int]]:
-    """Partition 0..255 so that every NFA edge accepts whole classes; returns class_of_byte and masks."""
+    """Partition 0..255 so that every NFA edge accepts whole classes and every lookahead byte is alone."""
     masks = {m for nfa in nfas for edges in nfa.edges for m, _ in edges}
+    masks |= {1 << b for nfa in nfas for g in nfa.guards for b in g}
     parts = [(1 << 256) - 1]
     for m in masks:
         nxt = []
@@ -94,20 +96,48 @@ def _byte_classes(nfas: list[ByteNFA]) -> tuple[np.ndarray, list[int]]:
     return class_of_byte, parts
 
 
-def _closure(nfa: ByteNFA, states) -> frozenset[int]:
-    seen = set(states)
-    stack = list(states)
+Thread = tuple[int, frozenset]  # (NFA state, pending lookahead guards as (guard, bytes matched))
+
+
+def _closure(nfa: ByteNFA, threads) -> frozenset[Thread]:
+    seen = set(threads)
+    stack = list(threads)
     while stack:
-        s = stack.pop()
-        for t in nfa.eps[s]:
-            if t not in seen:
-                seen.add(t)
-                stack.append(t)
+        s, guards = stack.pop()
+        nxt = [(t, guards) for t in nfa.eps[s]]
+        nxt += [(t, guards | {(g, 0)}) for t, g in nfa.guard_eps.get(s, ())]
+        for th in nxt:
+            if th not in seen:
+                seen.add(th)
+                stack.append(th)
     return frozenset(seen)
 
 
-def _terminal_dfa(nfa: ByteNFA, parts: list[int], lazy: bool, max_states: int, name: str):
-    """Subset construction for one terminal; returns (trans rows over classes, accepting flags), trimmed."""
+def _accepting(nfa: ByteNFA, threads: frozenset[Thread], name: str) -> tuple[bool, np.ndarray | None]:
+    """(accepted at the end of input, bytes after which it is accepted — None when all of them)."""
+    finals = [g for s, g in threads if s == nfa.final]
+    if not finals:
+        return False, None
+    if any(not g for g in finals):
+        return True, None
+    ok = np.zeros(256, dtype=bool)
+    for guards in finals:
+        allowed = np.ones(256, dtype=bool)
+        for g, k in guards:
+            lit = nfa.guards[g]
+            if len(lit) - k > 1:
+                raise UnsupportedRegexError(name, "a negative lookahead that looks more than one byte past the lexeme")
+            allowed[lit[k]] = False
+        ok |= allowed
+    return True, ok
+
+
+def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
+    """Subset construction for one terminal, over threads that carry their pending lookaheads.
+
+    Returns (transition rows over byte classes, accepted-at-end flags, accepted-before-byte
+    arrays or None, whether the start state is live), trimmed to live states.
+    """
     reps = [(p & -p).bit_length() - 1 for p in parts]
     class_cache: dict[int, list[int]] = {}
 
@@ -117,35 +147,46 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], lazy: bool, max_states: int, n
             got = class_cache[mask] = [c for c, r in enumerate(reps) if mask >> r & 1]
         return got
 
-    start = _closure(nfa, [nfa.start])
+    start = _closure(nfa, [(nfa.start, frozenset())])
     index = {start: 0}
     sets = [start]
     trans: list[list[int]] = []
     i = 0
     while i < len(sets):
         cur = sets[i]
-        buckets: dict[int, set[int]] = {}
-        for s in cur:
+        buckets: dict[int, set[Thread]] = {}
+        for s, guards in cur:
             for mask, t in nfa.edges[s]:
                 for c in classes(mask):
-                    buckets.setdefault(c, set()).add(t)
+                    byte = reps[c]
+                    kept = set()
+                    dead = False
+                    for g, k in guards:
+                        lit = nfa.guards[g]
+                        if lit[k] == byte:
+                            if k + 1 == len(lit):
+                                dead = True
+                                break
+                            kept.add((g, k + 1))
+                    if not dead:
+                        buckets.setdefault(c, set()).add((t, frozenset(kept)))
         row = [DEAD] * len(parts)
-        if not (lazy and nfa.final in cur):  # shortest match: an accepted lexeme goes no further
-            for c, targets in buckets.items():
-                nxt = _closure(nfa, targets)
-                j = index.get(nxt)
-                if j is None:
-                    if len(sets) >= max_states:
-                        raise ResourceLimitError(
-                            f"terminal {name}: lexer DFA exceeds {max_states} states; "
-                            "simplify the pattern or raise max_dfa_states"
-                        )
-                    j = index[nxt] = len(sets)
-                    sets.append(nxt)
-                row[c] = j
+        for c, targets in buckets.items():
+            nxt = _closure(nfa, targets)
+            j = index.get(nxt)
+            if j is None:
+                if len(sets) >= max_states:
+                    raise ResourceLimitError(
+                        f"terminal {name}: lexer DFA exceeds {max_states} states; "
+                        "simplify the pattern or raise max_dfa_states"
+                    )
+                j = index[nxt] = len(sets)
+                sets.append(nxt)
+            row[c] = j
         trans.append(row)
         i += 1
-    accepting = [nfa.final in s for s in sets]
+    acc = [_accepting(nfa, x, name) for x in sets]
+    accepting = [a for a, _ in acc]
     # trim: keep states from which an accepting state is reachable
     live = list(accepting)
     changed = True
@@ -158,12 +199,13 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], lazy: bool, max_states: int, n
         for c, t in enumerate(row):
             if t != DEAD and not live[t]:
                 row[c] = DEAD
-    return trans, accepting, live[0]
+    return trans, accepting, [n for _, n in acc], live[0]
 
 
-def _minimize(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _minimize(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
     """Moore partition refinement, keeping state 0 as the start."""
-    _, labels = np.unique(accept, return_inverse=True)
+    _, labels = np.unique(np.concatenate([accept[:, None], accept_next], axis=1), axis=0, return_inverse=True)
+    labels = labels.reshape(-1)
     labels = labels.astype(np.int64)
     n = labels.max() + 1
     while True:
@@ -185,7 +227,7 @@ def _minimize(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.nda
     reps = np.zeros(n, dtype=np.int64)
     reps[labels[::-1]] = np.arange(len(labels))[::-1]
     new_trans = np.where(trans[reps] >= 0, labels[np.maximum(trans[reps], 0)], DEAD).astype(np.int32)
-    return new_trans, accept[reps].astype(np.int32)
+    return new_trans, accept[reps].astype(np.int32), accept_next[reps].astype(np.int32)
 
 
 def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int) -> np.ndarray:
@@ -207,16 +249,16 @@ def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int) -> np
 
 def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000) -> LexerDFA:
     """Compile all terminals into one minimal byte DFA (ties broken as Lark's basic lexer breaks them)."""
-    infos = [compile_regex(t.name, t.pattern) for t in terminals]
-    class_of_byte, parts = _byte_classes([i.nfa for i in infos])
+    nfas = [compile_regex(t.name, t.pattern) for t in terminals]
+    class_of_byte, parts = _byte_classes(nfas)
     per_term = []
-    for t, info in zip(terminals, infos):
-        trans, accepting, nonempty = _terminal_dfa(info.nfa, parts, info.lazy, max_states, t.name)
+    for t, nfa in zip(terminals, nfas):
+        trans, accepting, before, nonempty = _terminal_dfa(nfa, parts, max_states, t.name)
         if accepting[0]:
             raise GrammarError(f"terminal {t.display} matches the empty string; give it at least one character")
         if not nonempty:
             raise GrammarError(f"terminal {t.display} matches nothing")
-        per_term.append((trans, accepting))
+        per_term.append((trans, accepting, before))
     rank = sorted(range(len(terminals)), key=lambda i: terminals[i].tie_key())
     rank_of = {term: r for r, term in enumerate(rank)}
 
@@ -226,12 +268,18 @@ def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000) -> L
     tuples = [start]
     rows: list[list[int]] = []
     accept: list[int] = []
+    accept_next: list[np.ndarray] = []
     nclass = len(parts)
     i = 0
     while i < len(tuples):
         tup = tuples[i]
-        winners = [t for t, s in tup if per_term[t][1][s]]
-        accept.append(min(winners, key=rank_of.__getitem__) if winners else DEAD)
+        winners = sorted((t for t, s in tup if per_term[t][1][s]), key=rank_of.__getitem__)
+        accept.append(winners[0] if winners else DEAD)
+        nxt_row = np.full(256, DEAD, dtype=np.int32)
+        for t in reversed(winners):  # best rank written last
+            before = per_term[t][2][dict(tup)[t]]
+            nxt_row[before if before is not None else slice(None)] = t
+        accept_next.append(nxt_row)
         row = [DEAD] * nclass
         for c in range(nclass):
             nxt = tuple((t, n) for t, s in tup if (n := per_term[t][0][s][c]) != DEAD)
@@ -248,7 +296,9 @@ def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000) -> L
             row[c] = j
         rows.append(row)
         i += 1
-    trans, acc = _minimize(np.array(rows, dtype=np.int32), np.array(accept, dtype=np.int32))
+    trans, acc, acc_next = _minimize(
+        np.array(rows, dtype=np.int32), np.array(accept, dtype=np.int32), np.array(accept_next, dtype=np.int32)
+    )
     delta = trans[:, class_of_byte]
     prod = _producible(delta, acc, len(terminals))
-    return LexerDFA(delta=np.ascontiguousarray(delta), accept=acc, prod=prod, terminals=tuple(terminals))
+    return LexerDFA(np.ascontiguousarray(delta), acc, prod, tuple(terminals), acc_next)

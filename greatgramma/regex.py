@@ -186,10 +186,16 @@ def _byte_mask(lo: int, hi: int) -> int:
 
 @dataclass
 class ByteNFA:
-    """Thompson NFA over bytes: edges carry a 256-bit mask (Python int) of the bytes they accept."""
+    """Thompson NFA over bytes: edges carry a 256-bit mask (Python int) of the bytes they accept.
+
+    A *guard* edge is an epsilon edge that starts a negative lookahead ``(?!L)`` for the literal
+    bytes ``guards[g]``: the thread dies if the input from there on begins with them.
+    """
 
     eps: list[list[int]] = field(default_factory=list)
     edges: list[list[tuple[int, int]]] = field(default_factory=list)
+    guard_eps: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # state -> [(target, guard)]
+    guards: list[bytes] = field(default_factory=list)
     start: int = 0
     final: int = 0
     max_states: int = 200_000
@@ -202,19 +208,17 @@ class ByteNFA:
         return len(self.eps) - 1
 
 
-@dataclass
-class RegexInfo:
-    """What the lexer needs to know about one terminal's regex besides its NFA."""
-
-    nfa: ByteNFA
-    lazy: bool  # shortest-match semantics (a lazy quantifier in a supported position)
+_LAZY_SHAPE = "a lazy quantifier other than X*? followed by a literal S, with X one character class"
 
 
 class _Builder:
+    """Builds the NFA; ``tail`` says whether what follows a node (to the pattern's end) can be empty."""
+
     def __init__(self, terminal: str, pattern: str, max_states: int):
         self.terminal = terminal
         self.pattern = pattern
         self.nfa = ByteNFA(max_states=max_states)
+        self.state = None  # the regex parser's state, for group widths
 
     def unsupported(self, construct: str) -> UnsupportedRegexError:
         return UnsupportedRegexError(self.terminal, construct, self.pattern)
@@ -222,72 +226,169 @@ class _Builder:
     def chars(self, ranges: Ranges) -> tuple[int, int]:
         nfa = self.nfa
         s, e = nfa.new(), nfa.new()
+        self._chars_between(ranges, s, e)
+        return s, e
+
+    def _chars_between(self, ranges: Ranges, s: int, e: int) -> None:
+        nfa = self.nfa
         ascii_mask = 0
+        suffix_state: dict[tuple[tuple[int, int], ...], int] = {}
+
+        def state_for(rest: tuple[tuple[int, int], ...]) -> int:
+            """One NFA state per distinct remaining byte-range sequence (shares UTF-8 tails)."""
+            if not rest:
+                return e
+            got = suffix_state.get(rest)
+            if got is None:
+                got = suffix_state[rest] = nfa.new()
+                nfa.edges[got].append((_byte_mask(*rest[0]), state_for(rest[1:])))
+            return got
+
         for lo, hi in ranges:
             if lo < 0x80:
                 ascii_mask |= _byte_mask(lo, min(hi, 0x7F))
             if hi >= 0x80:
                 for seq in utf8_sequences(max(lo, 0x80), hi):
-                    cur = s
-                    for i, (blo, bhi) in enumerate(seq):
-                        nxt = e if i == len(seq) - 1 else nfa.new()
-                        nfa.edges[cur].append((_byte_mask(blo, bhi), nxt))
-                        cur = nxt
+                    nfa.edges[s].append((_byte_mask(*seq[0]), state_for(tuple(seq[1:]))))
         if ascii_mask:
             nfa.edges[s].append((ascii_mask, e))
-        return s, e
 
-    def seq(self, items, flags: int) -> tuple[int, int]:
+    def seq(self, items, flags: int, tail: bool) -> tuple[int, int]:
         nfa = self.nfa
+        items = list(items)
         s = nfa.new()
         cur = s
-        for op, av in items:
-            a, b = self.node(op, av, flags)
+        i = 0
+        while i < len(items):
+            op, av = items[i]
+            rest_nullable = tail and _nullable(items[i + 1 :], self.state)
+            if op is C.MIN_REPEAT:
+                cur, i = self.lazy(items, i, flags, tail, cur)
+                continue
+            if op is C.ASSERT_NOT and av[0] == -1:  # negative lookbehind: decided by the literal before it
+                self.lookbehind(items[:i], av[1], flags)
+                i += 1
+                continue
+            if op is C.ASSERT_NOT and av[0] == 1:
+                literal = self.literal_bytes(av[1], flags, "a negative lookahead other than (?!literal)")
+                nfa.guards.append(literal)
+                nxt = nfa.new()
+                nfa.guard_eps.setdefault(cur, []).append((nxt, len(nfa.guards) - 1))
+                cur = nxt
+                i += 1
+                continue
+            a, b = self.node(op, av, flags, rest_nullable)
             nfa.eps[cur].append(a)
             cur = b
+            i += 1
         return s, cur
 
-    def node(self, op, av, flags: int) -> tuple[int, int]:
+    def literal_bytes(self, items, flags: int, construct: str) -> bytes:
+        """The bytes of a run of case-insensitive-safe literal characters, or an error."""
+        out = []
+        for op, av in items:
+            ch = chr(av) if op is C.LITERAL else None
+            if ch is None or (flags & re.IGNORECASE and ch.lower() != ch.upper()):
+                raise self.unsupported(construct)
+            out.append(ch)
+        return "".join(out).encode("utf-8")
+
+    def lookbehind(self, before, body, flags: int) -> None:
+        """(?<!X) right after literal characters that rule X out (or in) is decided statically."""
+        behind = self.literal_bytes(body, flags, "a lookbehind other than (?<!literal)")
+        j = len(before)
+        known = []
+        while j > 0 and before[j - 1][0] is C.LITERAL and len(known) < len(behind):
+            j -= 1
+            known.insert(0, chr(before[j][1]))
+        known_bytes = "".join(known).encode("utf-8")
+        if len(known_bytes) < len(behind):
+            raise self.unsupported("a lookbehind whose text is not fixed by the literal before it")
+        if known_bytes.endswith(behind):  # (?<!X) after X never matches
+            raise self.unsupported("a negative lookbehind that can never succeed")
+
+    def lazy(self, items, i: int, flags: int, tail: bool, cur: int) -> tuple[int, int]:
+        """``X*? S``: characters of X up to the first occurrence of the literal S (as Python's ``re`` stops).
+
+        Exact when X is one character class containing S's characters and what follows S can be
+        empty (so ``re`` never has to extend the lazy part to finish the match).
+        """
+        lo, hi, body = items[i][1]
+        j = i + 1
+        while j < len(items) and items[j][0] is C.LITERAL:
+            j += 1
+        body = list(body)
+        if lo != 0 or hi != C.MAXREPEAT or len(body) != 1 or body[0][0] not in (C.ANY, C.IN, C.LITERAL, C.NOT_LITERAL):
+            raise self.unsupported(_LAZY_SHAPE)
+        if j == i + 1 or not (tail and _nullable(items[j:], self.state)):
+            raise self.unsupported(_LAZY_SHAPE + ", at the end of the pattern")
+        stop = self.literal_bytes(items[i + 1 : j], flags, _LAZY_SHAPE)
+        if max(stop) >= 0x80:
+            raise self.unsupported(_LAZY_SHAPE + " (S must be ASCII)")
+        x = class_ranges(body[0][0], body[0][1], flags)
+        if any(not _in_ranges(c, x) for c in stop) and len(stop) > 1:
+            raise self.unsupported(_LAZY_SHAPE + " (X must contain S's characters)")
+        nfa = self.nfa
+        # KMP automaton for the first occurrence of `stop`, over X's characters
+        nodes = [cur] + [nfa.new() for _ in range(len(stop) - 1)]
+        done = nfa.new()
+        non_ascii = tuple((max(a, 0x80), b) for a, b in x if b >= 0x80)
+        for k, node in enumerate(nodes):
+            for byte in range(0x80):
+                if byte == stop[k]:
+                    target = done if k + 1 == len(stop) else nodes[k + 1]
+                elif _in_ranges(byte, x):
+                    target = nodes[_kmp_next(stop, k, byte)]
+                else:
+                    continue
+                nfa.edges[node].append((1 << byte, target))
+            if non_ascii:  # a multi-byte character is never part of the ASCII stop string
+                self._chars_between(non_ascii, node, nodes[0])
+        return done, j
+
+    def node(self, op, av, flags: int, tail: bool) -> tuple[int, int]:
         nfa = self.nfa
         if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN):
             return self.chars(class_ranges(op, av, flags))
         if op is C.SUBPATTERN:
             _group, add, delete, p = av
-            return self.seq(p, (flags | add) & ~delete)
+            return self.seq(p, (flags | add) & ~delete, tail)
         if op is C.BRANCH:
             s, e = nfa.new(), nfa.new()
             for alt in av[1]:
-                a, b = self.seq(alt, flags)
+                a, b = self.seq(alt, flags, tail)
                 nfa.eps[s].append(a)
                 nfa.eps[b].append(e)
             return s, e
-        if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+        if op is C.MAX_REPEAT:
             lo, hi, p = av
             unbounded = hi == C.MAXREPEAT
             if lo > MAX_REPEAT_COPIES or (not unbounded and hi > MAX_REPEAT_COPIES):
                 raise self.unsupported(f"a repeat count above {MAX_REPEAT_COPIES}")
+            inner_tail = tail and (lo <= 1 or _nullable(p, self.state))
             s = nfa.new()
             cur = s
             for _ in range(lo):
-                a, b = self.seq(p, flags)
+                a, b = self.seq(p, flags, inner_tail)
                 nfa.eps[cur].append(a)
                 cur = b
             if unbounded:
-                a, b = self.seq(p, flags)
+                a, b = self.seq(p, flags, inner_tail)
                 nfa.eps[cur].append(a)
                 nfa.eps[b].append(cur)
                 return s, cur
             e = nfa.new()
             nfa.eps[cur].append(e)
             for _ in range(hi - lo):
-                a, b = self.seq(p, flags)
+                a, b = self.seq(p, flags, inner_tail)
                 nfa.eps[cur].append(a)
                 nfa.eps[b].append(e)
                 cur = b
             return s, e
         names = {
-            C.ASSERT: "lookahead/lookbehind (?=...)/(?<=...)",
-            C.ASSERT_NOT: "negative lookahead/lookbehind (?!...)/(?<!...)",
+            C.MIN_REPEAT: _LAZY_SHAPE,
+            C.ASSERT: "a positive lookahead/lookbehind (?=...)/(?<=...)",
+            C.ASSERT_NOT: "a negative lookahead/lookbehind in this position",
             C.AT: "an anchor or word boundary (^, $, \\b, \\A, \\Z)",
             C.GROUPREF: "a backreference",
             C.GROUPREF_EXISTS: "a conditional group (?(id)...)",
@@ -296,66 +397,34 @@ class _Builder:
         raise self.unsupported(names.get(op) or extra.get(op) or str(op))
 
 
-def _is_lazy(op) -> bool:
-    return op is C.MIN_REPEAT
+def _nullable(items, state=None) -> bool:
+    """Whether the items can match the empty string (``state``: the parse's, for group widths)."""
+    return not items or sre_parse.SubPattern(state or sre_parse.State(), list(items)).getwidth()[0] == 0
 
 
-def _contains_lazy(items) -> bool:
-    for op, av in items:
-        if _is_lazy(op):
-            return True
-        if op is C.SUBPATTERN and _contains_lazy(av[3]):
-            return True
-        if op is C.BRANCH and any(_contains_lazy(alt) for alt in av[1]):
-            return True
-        if op in (C.MAX_REPEAT, C.MIN_REPEAT) and _contains_lazy(av[2]):
-            return True
-    return False
+def _in_ranges(c: int, ranges: Ranges) -> bool:
+    return any(lo <= c <= hi for lo, hi in ranges)
 
 
-def _fixed_width(items) -> bool:
-    lo, hi = sre_parse.SubPattern(sre_parse.State(), list(items)).getwidth()
-    return lo == hi
+def _kmp_next(stop: bytes, k: int, byte: int) -> int:
+    """Length of the longest prefix of ``stop`` that is a suffix of ``stop[:k] + byte``."""
+    s = stop[:k] + bytes([byte])
+    for n in range(min(len(s), len(stop) - 1), 0, -1):
+        if s.endswith(stop[:n]):
+            return n
+    return 0
 
 
-def _top_sequence(parsed):
-    """The top-level item list, looking through groups that wrap the whole pattern (Lark's ``(?i:...)``)."""
-    items = list(parsed)
-    flags = 0
-    while len(items) == 1 and items[0][0] is C.SUBPATTERN:
-        _g, add, delete, p = items[0][1]
-        flags = (flags | add) & ~delete
-        items = list(p)
-    return items, flags
-
-
-def _check_lazy_form(items, builder: _Builder) -> None:
-    """Lazy quantifiers are exact as shortest-match only as ``P X*? S`` with P, X, S of fixed width."""
-    lazy = [i for i, (op, _) in enumerate(items) if _is_lazy(op)]
-    nested = any(_contains_lazy([it]) for i, it in enumerate(items) if i not in lazy)
-    if nested or len(lazy) != 1:
-        raise builder.unsupported("a lazy quantifier other than one top-level P X*? S with fixed-width P, X and S")
-    i = lazy[0]
-    _lo, _hi, body = items[i][1]
-    if not (_fixed_width(items[:i]) and _fixed_width(body) and _fixed_width(items[i + 1 :])):
-        raise builder.unsupported("a lazy quantifier other than one top-level P X*? S with fixed-width P, X and S")
-
-
-def compile_regex(terminal: str, pattern: str, *, max_states: int = 200_000) -> RegexInfo:
+def compile_regex(terminal: str, pattern: str, *, max_states: int = 200_000) -> ByteNFA:
     """Parse ``pattern`` (Python syntax) and build its byte-level NFA; raise on what cannot be exact."""
     builder = _Builder(terminal, pattern, max_states)
     try:
         parsed = sre_parse.parse(pattern, 0)
     except re.error as exc:
         raise UnsupportedRegexError(terminal, f"invalid regex ({exc})", pattern) from None
-    flags = parsed.state.flags
-    if flags & re.VERBOSE:
-        flags &= ~re.VERBOSE
-    lazy = _contains_lazy(parsed)
-    if lazy:
-        items, extra = _top_sequence(parsed)
-        _check_lazy_form(items, builder)
-    s, e = builder.seq(list(parsed), flags)
+    flags = parsed.state.flags & ~re.VERBOSE
+    builder.state = parsed.state
+    s, e = builder.seq(list(parsed), flags, True)
     nfa = builder.nfa
     nfa.start, nfa.final = s, e
-    return RegexInfo(nfa=nfa, lazy=lazy)
+    return nfa

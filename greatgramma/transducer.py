@@ -164,7 +164,7 @@ class TokenTransducer:
 
     def _suffix_outcomes(self) -> np.ndarray:
         """Outcome of feeding string[j:] to the start state, for every (string, j), as a flat array."""
-        trie, delta, accept = self.trie, self.lexer.delta, self.lexer.accept
+        trie, delta, accept_next = self.trie, self.lexer.delta, self.lexer.accept_next
         lengths, offsets, matrix = trie.lengths, trie.offsets, trie.matrix
         total = int(offsets[-1])
         res_term = np.full(total, DEAD, dtype=np.int64)  # break terminal, END, or DEAD
@@ -181,9 +181,10 @@ class TokenTransducer:
             res_next[idx[done]] = state[done]
             go = ~done
             idx, string, pos, state = idx[go], string[go], pos[go], state[go]
-            nxt = delta[state, matrix[string, pos]].astype(np.int64)
+            byte = matrix[string, pos]
+            nxt = delta[state, byte].astype(np.int64)
             brk = nxt == DEAD
-            res_term[idx[brk]] = accept[state[brk]]
+            res_term[idx[brk]] = accept_next[state[brk], byte[brk]]
             res_next[idx[brk]] = offsets[string[brk]] + pos[brk]
             go = ~brk
             idx, string, pos, state = idx[go], string[go], pos[go] + 1, nxt[go]
@@ -225,11 +226,11 @@ class TokenTransducer:
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
             s_ids = np.nonzero(rest0 != DEAD)[0]
             return s_ids, np.full(len(s_ids), NO_TERM, dtype=np.int64), rest0[s_ids]
-        accept = int(self.lexer.accept[q])
-        first = NO_TERM if accept != DEAD and self._ignored[accept] else accept
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for b, lo, hi in self._root_children:
             s = int(self.lexer.delta[q, b])
+            accept = int(self.lexer.accept_next[q, b])
+            first = NO_TERM if accept != DEAD and self._ignored[accept] else accept
             if s != DEAD:
                 parts.append(self._subtree(b, s))
             elif accept != DEAD:  # the lexeme ends before this string; the string starts afresh
@@ -276,7 +277,7 @@ class TokenTransducer:
 
     def _walk_from(self, lo: np.ndarray, hi: np.ndarray, state: np.ndarray, depth: int):
         """Walk trie nodes [lo, hi) at ``depth`` (entered in lexer ``state``) down to their strings."""
-        trie, delta, accept = self.trie, self.lexer.delta, self.lexer.accept
+        trie, delta, accept_next = self.trie, self.lexer.delta, self.lexer.accept_next
         lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for d in range(depth, len(levels)):
@@ -288,11 +289,13 @@ class TokenTransducer:
             c_lo = starts[child]
             c_hi = np.where(child + 1 < b[parent], starts[np.minimum(child + 1, len(starts) - 1)], hi[parent])
             p_state = state[parent]
-            nxt = delta[p_state, matrix[c_lo, d]].astype(np.int64)
-            brk = (nxt == DEAD) & (accept[p_state] != DEAD)
+            byte = matrix[c_lo, d]
+            nxt = delta[p_state, byte].astype(np.int64)
+            ends_here = accept_next[p_state, byte]
+            brk = (nxt == DEAD) & (ends_here != DEAD)
             if brk.any():
                 s_ids, seg = _expand_ranges(c_lo[brk], c_hi[brk])
-                first = accept[p_state[brk]].astype(np.int64)[seg]
+                first = ends_here[brk].astype(np.int64)[seg]
                 rest = self.suffix[trie.offsets[s_ids] + d]
                 ok = rest != DEAD
                 first = np.where(self._ignored[first], NO_TERM, first)
