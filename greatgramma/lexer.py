@@ -99,18 +99,30 @@ def _byte_classes(nfas: list[ByteNFA]) -> tuple[np.ndarray, list[int]]:
 Thread = tuple[int, frozenset]  # (NFA state, pending lookahead guards as (guard, bytes matched))
 
 
-def _closure(nfa: ByteNFA, threads) -> frozenset[Thread]:
-    seen = set(threads)
-    stack = list(threads)
-    while stack:
-        s, guards = stack.pop()
-        nxt = [(t, guards) for t in nfa.eps[s]]
-        nxt += [(t, guards | {(g, 0)}) for t, g in nfa.guard_eps.get(s, ())]
-        for th in nxt:
-            if th not in seen:
-                seen.add(th)
-                stack.append(th)
-    return frozenset(seen)
+def _state_closure(nfa: ByteNFA, s: int, memo: dict) -> tuple[tuple[int, frozenset], ...]:
+    """States reachable from s by epsilon moves, each with the lookahead guards started on the way."""
+    got = memo.get(s)
+    if got is None:
+        seen = {(s, frozenset())}
+        stack = [(s, frozenset())]
+        while stack:
+            u, added = stack.pop()
+            nxt = [(t, added) for t in nfa.eps[u]]
+            nxt += [(t, added | {(g, 0)}) for t, g in nfa.guard_eps.get(u, ())]
+            for th in nxt:
+                if th not in seen:
+                    seen.add(th)
+                    stack.append(th)
+        got = memo[s] = tuple(seen)
+    return got
+
+
+def _closure(nfa: ByteNFA, threads, memo: dict) -> frozenset[Thread]:
+    out = set()
+    for s, guards in threads:
+        for t, added in _state_closure(nfa, s, memo):
+            out.add((t, guards | added if added else guards))
+    return frozenset(out)
 
 
 def _accepting(nfa: ByteNFA, threads: frozenset[Thread], name: str) -> tuple[bool, np.ndarray | None]:
@@ -147,7 +159,8 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
             got = class_cache[mask] = [c for c, r in enumerate(reps) if mask >> r & 1]
         return got
 
-    start = _closure(nfa, [(nfa.start, frozenset())])
+    memo: dict = {}
+    start = _closure(nfa, [(nfa.start, frozenset())], memo)
     index = {start: 0}
     sets = [start]
     trans: list[list[int]] = []
@@ -172,7 +185,7 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
                         buckets.setdefault(c, set()).add((t, frozenset(kept)))
         row = [DEAD] * len(parts)
         for c, targets in buckets.items():
-            nxt = _closure(nfa, targets)
+            nxt = _closure(nfa, targets, memo)
             j = index.get(nxt)
             if j is None:
                 if len(sets) >= max_states:

@@ -12,6 +12,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .errors import ResourceLimitError, UnsupportedRegexError
 
 try:  # Python >= 3.11
@@ -66,9 +68,15 @@ def _complement(ranges: Ranges) -> Ranges:
 @functools.lru_cache(maxsize=1)
 def _all_chars() -> str:
     """Every encodable code point, in order (surrogates left out)."""
-    return "".join(map(chr, range(_SURROGATES[0]))) + "".join(
-        map(chr, range(_SURROGATES[1] + 1, MAX_CODEPOINT + 1))
-    )
+    cps = np.arange(MAX_CODEPOINT + 1, dtype=np.uint32)
+    cps = cps[(cps < _SURROGATES[0]) | (cps > _SURROGATES[1])]
+    return cps.astype("<u4").tobytes().decode("utf-32-le")
+
+
+@functools.lru_cache(maxsize=1)
+def _folds_to_ascii() -> str:
+    """The non-ASCII characters that ``(?i)`` can match with an ASCII pattern character (e.g. the Kelvin sign)."""
+    return "".join(m.group() for m in re.finditer("(?i)[a-z]", _all_chars()) if ord(m.group()) >= 0x80)
 
 
 @functools.lru_cache(maxsize=512)
@@ -126,8 +134,15 @@ def class_ranges(op, av, flags: int) -> Ranges:
         items = [(C.NEGATE, None), (C.LITERAL, av)]
     else:
         items = list(av)
-    simple = not (flags & re.IGNORECASE) and all(o in (C.LITERAL, C.RANGE, C.NEGATE) for o, _ in items)
-    if not simple:
+    plain = all(o in (C.LITERAL, C.RANGE, C.NEGATE) for o, _ in items)
+    if plain and flags & re.IGNORECASE and not any(o is C.NEGATE for o, _ in items):
+        base = [(a, a) if o is C.LITERAL else a for o, a in items]
+        if all(hi < 0x80 for _, hi in base):  # case folding of an ASCII set: test the few candidates
+            pattern = re.compile(_class_source(items), _re_flags(flags))
+            found = [ord(c) for c in map(chr, range(0x80)) if pattern.fullmatch(c)]
+            found += [ord(c) for c in _folds_to_ascii() if pattern.fullmatch(c)]
+            return _normalize([(c, c) for c in found])
+    if not plain or flags & re.IGNORECASE:
         return _scan(_class_source(items), _re_flags(flags))
     ranges = _normalize([(a, a) if o is C.LITERAL else a for o, a in items if o is not C.NEGATE])
     return _complement(ranges) if any(o is C.NEGATE for o, _ in items) else ranges

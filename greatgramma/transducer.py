@@ -39,13 +39,13 @@ class TokenTrie:
 
     @classmethod
     def build(cls, token_bytes: list[bytes | None] | tuple[bytes | None, ...]) -> "TokenTrie":
-        by_string: dict[bytes, list[int]] = {}
-        for tid, b in enumerate(token_bytes):
-            if b:
-                by_string.setdefault(b, []).append(tid)
-        strings = tuple(sorted(by_string))
+        ids = [t for t, b in enumerate(token_bytes) if b]
+        ids.sort(key=token_bytes.__getitem__)
+        ordered = [token_bytes[t] for t in ids]
+        first = np.array([True] + [a != b for a, b in zip(ordered[1:], ordered[:-1])], dtype=bool)[: len(ids)]
+        strings = tuple(b for b, f in zip(ordered, first.tolist()) if f)
         n = len(strings)
-        lengths = np.fromiter((len(s) for s in strings), dtype=np.int32, count=n)
+        lengths = np.fromiter(map(len, strings), dtype=np.int32, count=n)
         width = int(lengths.max()) if n else 1
         flat = np.frombuffer(b"".join(strings), dtype=np.uint8)
         offsets = np.zeros(n + 1, dtype=np.int64)
@@ -62,11 +62,8 @@ class TokenTrie:
             lcp[1:] = np.argmax(differ, axis=1)
             lcp[1:] = np.where(differ.any(axis=1), lcp[1:], minlen)
         levels = tuple(np.nonzero((lcp < d) & (lengths >= d))[0].astype(np.int64) for d in range(1, width + 1))
-        counts = np.fromiter((len(by_string[s]) for s in strings), dtype=np.int64, count=n)
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        toks = np.fromiter((t for s in strings for t in by_string[s]), dtype=np.int64, count=int(ptr[-1]))
-        return cls(strings, matrix, lengths, offsets, levels, ptr, toks)
+        ptr = np.append(np.nonzero(first)[0], len(ids)).astype(np.int64)
+        return cls(strings, matrix, lengths, offsets, levels, ptr, np.array(ids, dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.strings)
@@ -109,13 +106,13 @@ class Outcomes:
         ok = (terms == END) | (nexts != DEAD)
         if not ok.any():
             return out
-        keys = np.stack([terms[ok], nexts[ok]], axis=1).astype(np.int64)
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        keys = (terms[ok].astype(np.int64) << 32) + nexts[ok].astype(np.int64)
+        uniq, inv = np.unique(keys, return_inverse=True)
         ids = np.empty(len(uniq), dtype=np.int64)
         with self._lock:
             index, term, nxt = self._index, self.term, self.next
-            for k, (a, b) in enumerate(uniq.tolist()):
-                key = (a, b)
+            for k, packed in enumerate(uniq.tolist()):
+                key = (a, b) = (packed >> 32, packed & 0xFFFFFFFF)  # nexts are >= 0 here
                 got = index.get(key)
                 if got is None:
                     got = index[key] = len(term)
