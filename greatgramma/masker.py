@@ -115,6 +115,11 @@ class Masker:
         self._trie = _SequenceTrie(
             [outcomes.unpack(r) for r in range(self._num_rows)], self._prod_visible, self._prod_ignored
         )
+        trie = self._transducer.trie
+        self._string_of_token = np.full(self._vocab.vocab_size, len(trie), dtype=np.int64)  # len(trie): no string
+        self._string_of_token[trie.token_of_string] = np.repeat(
+            np.arange(len(trie)), np.diff(trie.token_of_string_ptr)
+        )
         self._views: dict[int, _LexerView] = {}
         self._splits: dict[Stack, _Split] = {}
         self._split_depth = split_depth
@@ -251,8 +256,6 @@ class Masker:
         if got is not None:
             return got
         strings, first, rest = self._transducer.walk(q)
-        toks, src = self._transducer.trie.tokens_of(strings)
-        first, rest = first[src], rest[src]
         n = self._num_rows
         is_end = first == END
         firsts = np.nonzero(np.bincount(first[~is_end] - NO_TERM, minlength=1))[0] + NO_TERM
@@ -262,10 +265,10 @@ class Masker:
         end_idx = np.zeros(self._lexer.num_states, dtype=np.int64)
         end_idx[end_states] = np.arange(len(end_states))
         base = len(firsts) * n
-        code = np.full(self._vocab.vocab_size, base + len(end_states), dtype=np.int32)
-        code[toks[~is_end]] = first_idx[first[~is_end] - NO_TERM] * n + rest[~is_end]
-        code[toks[is_end]] = base + end_idx[rest[is_end]]
-        got = _LexerView(code, tuple(firsts.tolist()), tuple(end_states.tolist()))
+        by_string = np.full(len(self._transducer.trie) + 1, base + len(end_states), dtype=np.int32)
+        by_string[strings[~is_end]] = first_idx[first[~is_end] - NO_TERM] * n + rest[~is_end]
+        by_string[strings[is_end]] = base + end_idx[rest[is_end]]
+        got = _LexerView(by_string[self._string_of_token], tuple(firsts.tolist()), tuple(end_states.tolist()))
         with self._lock:
             got = self._views.setdefault(q, got)
         return got

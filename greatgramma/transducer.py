@@ -68,14 +68,6 @@ class TokenTrie:
     def __len__(self) -> int:
         return len(self.strings)
 
-    def tokens_of(self, string_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Token ids of the given strings, and for each the position in ``string_ids`` it came from."""
-        lo, hi = self.token_of_string_ptr[string_ids], self.token_of_string_ptr[string_ids + 1]
-        counts = hi - lo
-        src = np.repeat(np.arange(len(string_ids)), counts)
-        idx = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        return self.token_of_string[idx], src
-
 
 def _expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate ``arange(lo[i], hi[i])`` for all i; also return i for each element."""
@@ -198,11 +190,6 @@ class TokenTransducer:
             out[sel[brk]] = self._emit(t[brk], out[n[brk]])
         return out
 
-    @property
-    def num_suffix_outcomes(self) -> int:
-        """Outcome rows are the start-state outcomes of token suffixes; walks add none."""
-        return len(self.outcomes)
-
     def walk(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For lexer state q, the strings not dead from q and what each does: ``(strings, first, rest)``.
 
@@ -223,19 +210,16 @@ class TokenTransducer:
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
             s_ids = np.nonzero(rest0 != DEAD)[0]
             return s_ids, np.full(len(s_ids), NO_TERM, dtype=np.int64), rest0[s_ids]
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        for b, lo, hi in self._root_children:
-            s = int(self.lexer.delta[q, b])
-            accept = int(self.lexer.accept_next[q, b])
-            first = NO_TERM if accept != DEAD and self._ignored[accept] else accept
-            if s != DEAD:
-                parts.append(self._subtree(b, s))
-            elif accept != DEAD:  # the lexeme ends before this string; the string starts afresh
-                ids = np.arange(lo, hi)[rest0[lo:hi] != DEAD]
-                parts.append((ids, np.full(len(ids), first, dtype=np.int64), rest0[ids]))
-        if not parts:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
+        delta, accept_next = self.lexer.delta[q], self.lexer.accept_next[q]
+        live = [(b, int(delta[b])) for b, _, _ in self._root_children if delta[b] != DEAD]
+        self._fill_subtrees(live)
+        # strings whose first byte ends the current lexeme start afresh: their outcome is rest0
+        restart = (delta == DEAD) & (accept_next != DEAD)
+        first_of_byte = np.where(self._ignored[accept_next], NO_TERM, accept_next).astype(np.int64)
+        first_byte = trie.matrix[:, 0]
+        ids = np.nonzero(restart[first_byte] & (rest0 != DEAD))[0]
+        parts = [(ids, first_of_byte[first_byte[ids]], rest0[ids])]
+        parts += [self._subtrees[pair] for pair in live]
         return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
 
     @property
@@ -250,33 +234,35 @@ class TokenTransducer:
             ]
         return got
 
-    def _subtree(self, byte: int, state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Walk of the strings that start with ``byte``, entered in lexer state ``state`` after it.
+    def _fill_subtrees(self, pairs: list[tuple[int, int]]) -> None:
+        """Walk, in one batch, the strings starting with byte b entered in lexer state s, for new (b, s).
 
-        Shared by every lexer state whose transition on ``byte`` leads to ``state``.
+        A subtree walk is shared by every lexer state whose transition on b leads to s.
         """
-        key = (byte, state)
-        got = self._subtrees.get(key)
-        if got is not None:
-            return got
-        lo, hi = next((lo, hi) for b, lo, hi in self._root_children if b == byte)
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        one = self.trie.lengths[lo] == 1
-        if one:
-            parts.append((np.array([lo]), np.array([END]), np.array([state])))
-        if hi - lo > 1 or not one:
-            parts.extend(self._walk_from(np.array([lo]), np.array([hi]), np.array([state]), 1))
-        empty = np.zeros(0, dtype=np.int64)
-        got = tuple(np.concatenate(x) for x in zip(*parts)) if parts else (empty, empty, empty)
+        pairs = [p for p in pairs if p not in self._subtrees]
+        if not pairs:
+            return
+        span = {b: (lo, hi) for b, lo, hi in self._root_children}
+        lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
+        hi = np.array([span[b][1] for b, _ in pairs], dtype=np.int64)
+        state = np.array([s for _, s in pairs], dtype=np.int64)
+        origin = np.arange(len(pairs))
+        one = self.trie.lengths[lo] == 1  # a one-byte string: it ends right here, inside the lexeme
+        parts = [(lo[one], np.full(int(one.sum()), END, dtype=np.int64), state[one], origin[one])]
+        parts += self._walk_from(lo, hi, state, origin, 1)
+        s_ids, first, rest, org = (np.concatenate(x) for x in zip(*parts))
+        order = np.argsort(org, kind="stable")
+        bounds = np.searchsorted(org[order], np.arange(len(pairs) + 1))
         with self._lock:
-            got = self._subtrees.setdefault(key, got)  # type: ignore[arg-type]
-        return got  # type: ignore[return-value]
+            for k, pair in enumerate(pairs):
+                sel = order[bounds[k] : bounds[k + 1]]
+                self._subtrees.setdefault(pair, (s_ids[sel], first[sel], rest[sel]))
 
-    def _walk_from(self, lo: np.ndarray, hi: np.ndarray, state: np.ndarray, depth: int):
+    def _walk_from(self, lo: np.ndarray, hi: np.ndarray, state: np.ndarray, origin: np.ndarray, depth: int):
         """Walk trie nodes [lo, hi) at ``depth`` (entered in lexer ``state``) down to their strings."""
         trie, delta, accept_next = self.trie, self.lexer.delta, self.lexer.accept_next
         lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         for d in range(depth, len(levels)):
             if not len(lo):
                 break
@@ -285,7 +271,7 @@ class TokenTransducer:
             child, parent = _expand_ranges(a, b)
             c_lo = starts[child]
             c_hi = np.where(child + 1 < b[parent], starts[np.minimum(child + 1, len(starts) - 1)], hi[parent])
-            p_state = state[parent]
+            p_state, c_org = state[parent], origin[parent]
             byte = matrix[c_lo, d]
             nxt = delta[p_state, byte].astype(np.int64)
             ends_here = accept_next[p_state, byte]
@@ -296,12 +282,12 @@ class TokenTransducer:
                 rest = self.suffix[trie.offsets[s_ids] + d]
                 ok = rest != DEAD
                 first = np.where(self._ignored[first], NO_TERM, first)
-                parts.append((s_ids[ok], first[ok], rest[ok]))
+                parts.append((s_ids[ok], first[ok], rest[ok], c_org[brk][seg][ok]))
             alive = nxt != DEAD
-            c_lo, c_hi, nxt = c_lo[alive], c_hi[alive], nxt[alive]
+            c_lo, c_hi, nxt, c_org = c_lo[alive], c_hi[alive], nxt[alive], c_org[alive]
             ends = lengths[c_lo] == d + 1
             if ends.any():
-                parts.append((c_lo[ends], np.full(int(ends.sum()), END, dtype=np.int64), nxt[ends]))
+                parts.append((c_lo[ends], np.full(int(ends.sum()), END, dtype=np.int64), nxt[ends], c_org[ends]))
             more = (c_hi - c_lo > 1) | ~ends
-            lo, hi, state = c_lo[more], c_hi[more], nxt[more]
+            lo, hi, state, origin = c_lo[more], c_hi[more], nxt[more], c_org[more]
         return parts
