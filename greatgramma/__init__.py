@@ -33,3 +33,17 @@ __all__ = [
     "compile",
     "load",
 ]
+
+from .bitmask import allocate_token_bitmask, bitmask_to_bool, bool_to_bitmask, get_bitmask_shape
+from .kernels import apply_token_bitmask_inplace
+from .matcher import Matcher, fill_next_token_bitmasks
+
+__all__ += [
+    "Matcher",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+    "bitmask_to_bool",
+    "bool_to_bitmask",
+    "fill_next_token_bitmasks",
+    "get_bitmask_shape",
+]

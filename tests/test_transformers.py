@@ -1,0 +1,197 @@
+"""GrammarLogitsProcessor: model.generate with a tiny random Llama and the Llama-3 tokenizer stays in the grammar."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach the hub: the model is built from a config
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import lark  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from conftest import CALC_TOKENS  # noqa: E402
+
+import greatgramma as gg  # noqa: E402
+
+torch = pytest.importorskip("torch", reason="torch not installed (pip install '.[torch]')")
+transformers = pytest.importorskip("transformers", reason="transformers not installed (pip install '.[transformers]')")
+
+from greatgramma.integrations.transformers import GrammarLogitsProcessor  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+LLAMA3 = SHARED / "tokenizers" / "llama3" / "tokenizer.json.gz"
+
+GRAMMARS = {
+    "json": (ROOT / "grammars" / "json.lark").read_text(),
+    "numbers": 'start: "[" [NUMBER ("," NUMBER)*] "]"\nNUMBER: /[0-9]+/\n%ignore " "\n',
+    "assign": 'start: stmt+\nstmt: NAME "=" NUMBER ";"\nNAME: /[a-z]+/\nNUMBER: /[0-9]+/\n%ignore /[ \\n]+/\n',
+}
+
+needs_llama3 = pytest.mark.skipif(not LLAMA3.is_file(), reason=f"Llama-3 tokenizer not found at {LLAMA3}")
+
+
+# ------------------------------------------------------------------ with a model
+
+
+@pytest.fixture(scope="module")
+def llama3() -> gg.Vocabulary:
+    return gg.Vocabulary.from_file(LLAMA3)
+
+
+@pytest.fixture(scope="module")
+def model(llama3: gg.Vocabulary):
+    torch.manual_seed(0)
+    eos = llama3.eos_token_ids[0]
+    config = transformers.LlamaConfig(
+        vocab_size=llama3.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        bos_token_id=128000,
+        eos_token_id=eos,
+        pad_token_id=eos,
+    )
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+class Bias(transformers.LogitsProcessor):
+    """A fixed logit bias standing in for a trained model's taste: fewer blanks, more closers and EOS.
+
+    Applied before the grammar; it only shapes which allowed token wins, so that outputs end
+    within a few dozen tokens and the EOS path is exercised.
+    """
+
+    def __init__(self, vocab: gg.Vocabulary) -> None:
+        tb = vocab.token_bytes
+        bias = torch.zeros(vocab.vocab_size)
+        bias[[i for i, b in enumerate(tb) if b and not b.strip()]] = -4.0
+        for chars, value in ((b"]};", 4.0), (b'":,=', 3.0), (b"0123456789ab", 1.5)):
+            bias[[tb.index(bytes([c])) for c in chars]] = value
+        bias[list(vocab.eos_token_ids)] = 6.0
+        self.bias = bias
+
+    def __call__(self, input_ids, scores):
+        return scores + self.bias
+
+
+def check_outputs(compiled: gg.CompiledGrammar, grammar: str, rows: list[list[int]]) -> int:
+    """Every row is a viable prefix; every row that ended with EOS parses with Lark. Returns how many ended."""
+    vocab = compiled.vocab
+    eos = set(vocab.eos_token_ids)
+    parser = lark.Lark(grammar, parser="lalr", lexer="basic")
+    masker = gg.Masker(compiled)
+    ended = 0
+    for row in rows:
+        cut = next((k for k, t in enumerate(row) if t in eos), None)
+        body = row if cut is None else row[:cut]
+        state = masker.initial_state()
+        for tok in body:
+            state = masker.advance(state, tok)  # raises TokenRejectedError if the prefix is not viable
+        if cut is not None:
+            ended += 1
+            assert masker.is_complete(state)
+            text = b"".join(vocab.token_bytes[t] for t in body).decode("utf-8")
+            parser.parse(text)
+    return ended
+
+
+@needs_llama3
+@pytest.mark.parametrize("name", list(GRAMMARS))
+def test_generate_stays_in_grammar(name: str, llama3: gg.Vocabulary, model) -> None:
+    grammar = GRAMMARS[name]
+    compiled = gg.compile(gg.Grammar(grammar), llama3)
+    tb = llama3.token_bytes
+    prompt = torch.tensor([[128000, tb.index(b"x")], [128000, tb.index(b"y")]])
+    eos = list(llama3.eos_token_ids)
+    ended = 0
+    for sample in (False, True):
+        torch.manual_seed(1)
+        proc = GrammarLogitsProcessor(compiled, batch_size=2)
+        out = model.generate(
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            max_new_tokens=40,
+            do_sample=sample,
+            logits_processor=transformers.LogitsProcessorList([Bias(llama3), proc]),
+            eos_token_id=eos,
+            pad_token_id=eos[0],
+        )
+        rows = out[:, prompt.shape[1] :].tolist()
+        ended += check_outputs(compiled, grammar, rows)
+        for m, row in zip(proc.matchers, rows):  # the processor followed the same tokens (all but the last)
+            fed = row[:-1]
+            cut = next((k for k, t in enumerate(fed) if t in eos), None)
+            replay = gg.Matcher(compiled)
+            assert replay.accept_tokens(fed if cut is None else fed[: cut + 1]) == (len(fed) if cut is None else cut + 1)
+            assert m.state == replay.state
+    assert ended >= 1, "no output ended with EOS: the EOS path was not exercised"
+
+
+@needs_llama3
+def test_processor_reused_across_generate_calls(llama3: gg.Vocabulary, model) -> None:
+    grammar = GRAMMARS["numbers"]
+    compiled = gg.compile(gg.Grammar(grammar), llama3)
+    proc = GrammarLogitsProcessor(compiled)
+    eos = list(llama3.eos_token_ids)
+    for prompt_len in (3, 3, 2):
+        prompt = torch.full((1, prompt_len), 128000)
+        out = model.generate(
+            prompt,
+            max_new_tokens=12,
+            do_sample=True,
+            logits_processor=transformers.LogitsProcessorList([proc]),
+            eos_token_id=eos,
+            pad_token_id=eos[0],
+        )
+        check_outputs(compiled, grammar, out[:, prompt_len:].tolist())
+
+
+# ------------------------------------------------------------------ without a model
+
+
+def test_processor_steps(calc_compiled) -> None:
+    """Drive the processor by hand: masks per row, finished rows allow only EOS and pad, errors, restart."""
+    v = calc_compiled.vocab.vocab_size
+    one, plus, lparen = (CALC_TOKENS.index(p) for p in (b"1", b"+", b"("))
+    pad = 3
+    proc = GrammarLogitsProcessor(calc_compiled, pad_token_id=pad)
+    ids = torch.tensor([[7, 7], [7, 7]])
+    m = gg.Matcher(calc_compiled)
+
+    def finite(scores) -> list[set[int]]:
+        return [set(torch.nonzero(torch.isfinite(r)).flatten().tolist()) for r in scores]
+
+    scores = proc(ids, torch.zeros(2, v + 5))
+    start = {t for t in range(v) if m.validate_tokens([t]) == 1}
+    assert finite(scores) == [start, start]
+    ids = torch.cat([ids, torch.tensor([[one], [lparen]])], 1)
+    scores = proc(ids, torch.zeros(2, v + 5))
+    assert 0 in finite(scores)[0] and 0 not in finite(scores)[1]  # "1" is complete, "(" is not
+    ids = torch.cat([ids, torch.tensor([[0], [one]])], 1)  # row 0 emits EOS
+    scores = proc(ids, torch.zeros(2, v + 5))
+    assert finite(scores)[0] == {0, pad}
+    assert proc.matchers[0].is_terminated() and not proc.matchers[1].is_terminated()
+    ids = torch.cat([ids, torch.tensor([[pad], [plus]])], 1)  # transformers pads the finished row
+    scores = proc(ids, torch.zeros(2, v + 5))
+    assert finite(scores)[0] == {0, pad} and 0 not in finite(scores)[1]
+    bad = torch.cat([ids, torch.tensor([[pad], [plus]])], 1)  # "1++" is not allowed
+    with pytest.raises(gg.GreatGrammaError, match="row 1: generated token"):
+        proc(bad, torch.zeros(2, v + 5))
+    proc(torch.tensor([[7, 7]]), torch.zeros(1, v))  # another batch size: a new generation
+    assert len(proc.matchers) == 1 and proc.matchers[0].num_rollback_tokens == 0
+    with pytest.raises(ValueError, match="batch_size=3"):
+        GrammarLogitsProcessor(calc_compiled, batch_size=3)(ids, torch.zeros(2, v))
+
+
+def test_processor_masks_bfloat16_scores(calc_compiled) -> None:
+    v = calc_compiled.vocab.vocab_size
+    proc = GrammarLogitsProcessor(calc_compiled)
+    scores = proc(torch.tensor([[1]]), torch.zeros(1, v, dtype=torch.bfloat16))
+    words = gg.Matcher(calc_compiled).next_token_mask()
+    assert np.array_equal(torch.isfinite(scores[0]).numpy(), gg.bitmask_to_bool(words, v))
