@@ -84,14 +84,25 @@ class _Split:
 
 @dataclass(frozen=True, eq=False)
 class _LexerView:
-    """What the tokens do from one lexer state, as indices into a per-step status vector.
+    """What the tokens do from one lexer state, as indices into the per-step status vector.
 
-    The vector is ``rows after firsts[0] | rows after firsts[1] | ... | end states | dead``.
+    Status layout: for each possible first terminal f (NO_TERM, then terminals), a block of
+    outcome rows (viable after feeding f); then one entry per lexer state (a token that stays
+    inside the current lexeme and ends there); then one always-false entry (dead).
     """
 
     code: np.ndarray  # int32[V]
-    firsts: tuple[int, ...]  # the terminal that ends the current lexeme, per block (NO_TERM: an ignored one)
+    firsts: tuple[int, ...]  # first terminals that occur (NO_TERM: the lexeme ends as an ignored one)
     end_states: tuple[int, ...]  # lexer states of tokens that stay inside the current lexeme
+
+
+@dataclass(frozen=True, eq=False)
+class _Block:
+    """Status codes of the strings that start with one byte, seen from lexer states that agree on it."""
+
+    code: np.ndarray  # int32 per string of the byte's range
+    firsts: frozenset
+    end_states: frozenset
 
 
 class Masker:
@@ -121,6 +132,14 @@ class Masker:
             np.arange(len(trie)), np.diff(trie.token_of_string_ptr)
         )
         self._views: dict[int, _LexerView] = {}
+        self._blocks: dict[tuple[int, int], _Block] = {}
+        self._first_byte = trie.matrix[:, 0]
+        self._rest0 = self._transducer.suffix[trie.offsets[:-1]]
+        self._byte_has_rest0 = np.zeros(256, dtype=bool)  # some string starting with the byte is alive from start
+        self._byte_has_rest0[self._first_byte[self._rest0 != DEAD]] = True
+        self._ignored_arr = np.array(self._ignored + [False], dtype=bool)  # index -1 (DEAD): not ignored
+        self._end_base = (len(terms) - NO_TERM) * self._num_rows  # status index of "ends in lexer state 0"
+        self._dead_code = self._end_base + self._lexer.num_states
         self._splits: dict[Stack, _Split] = {}
         self._split_depth = split_depth
         self._memo_depth = 8
@@ -252,25 +271,49 @@ class Masker:
                 cache.popitem(last=False)
 
     def _view(self, q: int) -> _LexerView:
+        """Assembled from per-first-byte blocks shared between lexer states (cheap on first use)."""
         got = self._views.get(q)
         if got is not None:
             return got
-        strings, first, rest = self._transducer.walk(q)
-        n = self._num_rows
-        is_end = first == END
-        firsts = np.nonzero(np.bincount(first[~is_end] - NO_TERM, minlength=1))[0] + NO_TERM
-        first_idx = np.zeros(len(self._ignored) - NO_TERM, dtype=np.int64)
-        first_idx[firsts - NO_TERM] = np.arange(len(firsts))
-        end_states = np.nonzero(np.bincount(rest[is_end], minlength=1))[0]
-        end_idx = np.zeros(self._lexer.num_states, dtype=np.int64)
-        end_idx[end_states] = np.arange(len(end_states))
-        base = len(firsts) * n
-        by_string = np.full(len(self._transducer.trie) + 1, base + len(end_states), dtype=np.int32)
-        by_string[strings[~is_end]] = first_idx[first[~is_end] - NO_TERM] * n + rest[~is_end]
-        by_string[strings[is_end]] = base + end_idx[rest[is_end]]
-        got = _LexerView(by_string[self._string_of_token], tuple(firsts.tolist()), tuple(end_states.tolist()))
+        td = self._transducer
+        n, first_byte, rest0 = self._num_rows, self._first_byte, self._rest0
+        delta, accept_next = self._lexer.delta[q], self._lexer.accept_next[q]
+        if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
+            restart = np.ones(256, dtype=bool)
+            first_of_byte = np.full(256, NO_TERM, dtype=np.int64)
+        else:  # strings whose first byte ends the lexeme: then they run from the start state
+            restart = (delta == DEAD) & (accept_next != DEAD)
+            first_of_byte = np.where(self._ignored_arr[accept_next], NO_TERM, accept_next).astype(np.int64)
+        sel = restart[first_byte] & (rest0 != DEAD)
+        by_string = np.full(len(rest0) + 1, self._dead_code, dtype=np.int32)
+        by_string[:-1][sel] = (first_of_byte[first_byte[sel]] - NO_TERM) * n + rest0[sel]
+        firsts = set(first_of_byte[restart & self._byte_has_rest0].tolist())
+        ends: set[int] = set()
+        if q != 0:
+            live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td._root_children if delta[b] != DEAD]
+            td._fill_subtrees([(b, st) for b, _, _, st in live])
+            for b, lo, hi, st in live:
+                blk = self._subtree_block(b, lo, hi, st)
+                by_string[lo:hi] = blk.code
+                firsts |= blk.firsts
+                ends |= blk.end_states
+        got = _LexerView(by_string[self._string_of_token], tuple(sorted(firsts)), tuple(sorted(ends)))
         with self._lock:
             got = self._views.setdefault(q, got)
+        return got
+
+    def _subtree_block(self, b: int, lo: int, hi: int, state: int) -> _Block:
+        """Strings whose first byte continues the lexeme into lexer state ``state``."""
+        key = (b, state)
+        got = self._blocks.get(key)
+        if got is None:
+            strings, first, rest = self._transducer._subtrees[(b, state)]
+            is_end = first == END
+            code = np.full(hi - lo, self._dead_code, dtype=np.int32)
+            code[strings[~is_end] - lo] = (first[~is_end] - NO_TERM) * self._num_rows + rest[~is_end]
+            code[strings[is_end] - lo] = self._end_base + rest[is_end]
+            got = _Block(code, frozenset(np.unique(first[~is_end]).tolist()), frozenset(np.unique(rest[is_end]).tolist()))
+            got = self._blocks.setdefault(key, got)
         return got
 
     def _split(self, top: Stack) -> _Split:
@@ -341,14 +384,14 @@ class Masker:
         q, stack = state.lexer, state.stack
         view = self._view(q)
         n = self._num_rows
-        status = np.zeros(len(view.firsts) * n + len(view.end_states) + 1, dtype=bool)
-        for k, first in enumerate(view.firsts):
+        status = np.zeros(self._dead_code + 1, dtype=bool)
+        for first in view.firsts:
             after = stack if first == NO_TERM else self._feed(stack, first)
             if after is not None:
+                k = first - NO_TERM
                 status[k * n : (k + 1) * n] = self._rows_ok(after)
-        base = len(view.firsts) * n
-        for j, end in enumerate(view.end_states):
-            status[base + j] = self._end_ok(stack, end)
+        for end in view.end_states:
+            status[self._end_base + end] = self._end_ok(stack, end)
         words = _pack(status[view.code])
         if len(self._eos) and self.is_complete(state):
             _set_bits(words, self._eos)
