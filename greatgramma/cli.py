@@ -90,6 +90,47 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, LogitsProcessorList
+    except ImportError:
+        print("gg: error: generate needs torch and transformers: pip install 'greatgramma[transformers]'", file=sys.stderr)
+        return 2
+    from .integrations.transformers import GrammarLogitsProcessor
+    from .tokenize import load_tokenizer
+
+    model_dir = Path(args.model)
+    if not model_dir.is_dir():
+        raise GreatGrammaError(f"--model must be a local model directory (config.json, weights, tokenizer.json): {args.model!r}")
+    try:
+        model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True).eval()
+    except (OSError, ValueError) as exc:
+        raise GreatGrammaError(f"cannot load a causal LM from {str(model_dir)!r}: {exc}") from None
+    width = model.get_output_embeddings().weight.shape[0]
+    eos = tuple(args.eos) if args.eos else None
+    vocab = Vocabulary.from_pretrained(str(model_dir), vocab_size=width, eos_token_ids=eos)
+    compiled = compile(_grammar(args), vocab)
+    hf = load_tokenizer(model_dir)
+    prompt = hf.encode(args.prompt).ids if args.prompt else [vocab.eos_token_ids[0]]
+    torch.manual_seed(args.seed)
+    out = model.generate(
+        torch.tensor([prompt]),
+        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+        logits_processor=LogitsProcessorList([GrammarLogitsProcessor(compiled)]),
+        max_new_tokens=args.max_new_tokens,
+        do_sample=args.temperature > 0,
+        temperature=args.temperature if args.temperature > 0 else None,
+        top_p=None,
+        top_k=None,
+        eos_token_id=list(vocab.eos_token_ids),
+        pad_token_id=vocab.eos_token_ids[0],
+    )
+    new = [t for t in out[0, len(prompt) :].tolist() if t not in vocab.eos_token_ids]
+    sys.stdout.write(b"".join(vocab.token_bytes[t] or b"" for t in new).decode("utf-8", errors="replace") + "\n")
+    return 0
+
+
 def _add_tokenizer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", required=True, help="tokenizer.json(.gz) file, a directory holding one, or a hub id")
     p.add_argument("--eos", type=int, nargs="+", metavar="ID", help="EOS token ids (default: from tokenizer_config.json)")
@@ -119,6 +160,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="text file to check")
     p.add_argument("--start", default="start")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("generate", help="generate grammatical text with a local transformers model")
+    p.add_argument("grammar")
+    p.add_argument("--model", required=True, help="local model directory (config.json, weights, tokenizer.json)")
+    p.add_argument("--prompt", default="", help="prompt text (default: start from EOS as BOS)")
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default); > 0: sampling")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eos", type=int, nargs="+", metavar="ID", help="EOS token ids (default: from the tokenizer files)")
+    p.add_argument("--start", default="start")
+    p.set_defaults(func=cmd_generate)
     return parser
 
 

@@ -195,3 +195,32 @@ def test_processor_masks_bfloat16_scores(calc_compiled) -> None:
     scores = proc(torch.tensor([[1]]), torch.zeros(1, v, dtype=torch.bfloat16))
     words = gg.Matcher(calc_compiled).next_token_mask()
     assert np.array_equal(torch.isfinite(scores[0]).numpy(), gg.bitmask_to_bool(words, v))
+
+
+@needs_llama3
+def test_gg_generate_cli(tmp_path: Path, model, llama3: gg.Vocabulary) -> None:
+    """`gg generate` end to end with a saved tiny random Llama and the Llama-3 tokenizer files."""
+    import gzip
+    import shutil
+    import subprocess
+    import sys
+
+    model.save_pretrained(tmp_path)
+    (tmp_path / "tokenizer.json").write_bytes(gzip.decompress(LLAMA3.read_bytes()))
+    shutil.copy(LLAMA3.parent / "tokenizer_config.json", tmp_path / "tokenizer_config.json")
+    grammar = tmp_path / "numbers.lark"
+    grammar.write_text(GRAMMARS["numbers"])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    r = subprocess.run(
+        [sys.executable, "-m", "greatgramma.cli", "generate", str(grammar), "--model", str(tmp_path),
+         "--prompt", "Numbers:", "--max-new-tokens", "12"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    text = r.stdout.rstrip("\n")
+    masker = gg.Masker(gg.compile(gg.Grammar(GRAMMARS["numbers"]), llama3))
+    state = masker.initial_state()
+    from greatgramma.tokenize import encode_exact, load_tokenizer
+
+    for tok in encode_exact(load_tokenizer(LLAMA3), text, llama3.token_bytes):
+        state = masker.advance(state, tok)  # the output is a viable prefix (raises otherwise)
