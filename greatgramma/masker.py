@@ -42,8 +42,8 @@ class _SequenceTrie:
     Node 0 is the empty sequence; a node's children extend it by one terminal. A row hangs under
     the node of its terminal sequence: it is viable when that node is and, after it, a lexeme
     reachable from the row's end state can follow. ``free[n]`` are rows whose end state can
-    still become an ignored terminal (no condition); ``by_term[n]`` lists, per terminal T, the
-    rows whose end state can become T.
+    still become an ignored terminal (no condition); ``edges[n]`` lists, per terminal T to feed
+    after node n, the child node for T and the rows whose end state can become T.
     """
 
     def __init__(self, rows: list[tuple[tuple[int, ...], int]], prod_visible: list[list[int]], prod_ignored: list[bool]):
@@ -69,8 +69,14 @@ class _SequenceTrie:
             else:
                 for t in prod_visible[end]:
                     by_term[n].setdefault(t, []).append(row)
-        self.free = [np.array(r, dtype=np.int64) for r in free]
-        self.by_term = [[(t, np.array(r, dtype=np.int64)) for t, r in d.items()] for d in by_term]
+        self.free = [np.array(r, dtype=np.int64) if r else None for r in free]
+        # per node, one entry per terminal to feed: (terminal, child node or -1, rows ending with it or None)
+        self.edges: list[list[tuple[int, int, np.ndarray | None]]] = []
+        for n, d in enumerate(by_term):
+            kids = {self.term[c]: c for c in self.children[n]}
+            self.edges.append(
+                [(t, kids.get(t, -1), np.array(d[t], dtype=np.int64) if t in d else None) for t in sorted(set(d) | set(kids))]
+            )
 
 
 @dataclass(frozen=True, eq=False)
@@ -322,25 +328,31 @@ class Masker:
         if got is not None:
             return got
         trie = self._trie
-        accepted = np.zeros(self._num_rows, dtype=bool)
+        hits: list[np.ndarray] = []
         frontier: list[tuple[int, Stack]] = []
         open_checks: dict[Stack, dict[int, list[np.ndarray]]] = {}
         todo: list[tuple[int, Stack]] = [(0, top)]
         while todo:
             n, known = todo.pop()
-            accepted[trie.free[n]] = True
-            for t, rows in trie.by_term[n]:
+            if trie.free[n] is not None:
+                hits.append(trie.free[n])
+            for t, child, rows in trie.edges[n]:
                 r = self._feed_known(known, t)
+                if r is False:
+                    continue
                 if r is DEPENDS:
-                    open_checks.setdefault(known, {}).setdefault(t, []).append(rows)
-                elif r is not False:
-                    accepted[rows] = True
-            for c in trie.children[n]:
-                r = self._feed_known(known, trie.term[c])
-                if r is DEPENDS:
-                    frontier.append((c, known))
-                elif r is not False:
-                    todo.append((c, r))
+                    if rows is not None:
+                        open_checks.setdefault(known, {}).setdefault(t, []).append(rows)
+                    if child >= 0:
+                        frontier.append((child, known))
+                    continue
+                if rows is not None:
+                    hits.append(rows)
+                if child >= 0:
+                    todo.append((child, r))
+        accepted = np.zeros(self._num_rows, dtype=bool)
+        if hits:
+            accepted[np.concatenate(hits)] = True
         checks = [(k, [(t, np.concatenate(rs)) for t, rs in d.items()]) for k, d in open_checks.items()]
         got = _Split(accepted, frontier, checks)
         with self._lock:
@@ -354,14 +366,14 @@ class Masker:
             return got
         depth = self._split_depth
         split = self._split(stack[-depth:])
-        ok = split.accepted.copy()
         trie, feed = self._trie, self._feed
         below = stack[:-depth]
+        hits: list[np.ndarray] = []
         for known, checks in split.open_checks:
             live = below + known
             for t, rows in checks:
                 if feed(live, t) is not None:
-                    ok[rows] = True
+                    hits.append(rows)
         todo: list[tuple[int, Stack]] = []
         for c, known in split.frontier:
             r = feed(below + known, trie.term[c])
@@ -369,14 +381,18 @@ class Masker:
                 todo.append((c, r))
         while todo:
             n, live = todo.pop()
-            ok[trie.free[n]] = True
-            for t, rows in trie.by_term[n]:
-                if feed(live, t) is not None:
-                    ok[rows] = True
-            for c in trie.children[n]:
-                r = feed(live, trie.term[c])
+            if trie.free[n] is not None:
+                hits.append(trie.free[n])
+            for t, child, rows in trie.edges[n]:
+                r = feed(live, t)
                 if r is not None:
-                    todo.append((c, r))
+                    if rows is not None:
+                        hits.append(rows)
+                    if child >= 0:
+                        todo.append((child, r))
+        ok = split.accepted.copy()
+        if hits:
+            ok[np.concatenate(hits)] = True
         self._cache_put(self._rows, stack, ok)
         return ok
 
