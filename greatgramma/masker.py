@@ -296,10 +296,10 @@ class Masker:
         firsts = set(first_of_byte[restart & self._byte_has_rest0].tolist())
         ends: set[int] = set()
         if q != 0:
-            live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td._root_children if delta[b] != DEAD]
-            td._fill_subtrees([(b, st) for b, _, _, st in live])
-            for b, lo, hi, st in live:
-                blk = self._subtree_block(b, lo, hi, st)
+            live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td.root_children if delta[b] != DEAD]
+            walked = td.subtrees([(b, st) for b, _, _, st in live])
+            for (b, lo, hi, st), arrays in zip(live, walked):
+                blk = self._subtree_block(b, lo, hi, st, arrays)
                 by_string[lo:hi] = blk.code
                 firsts |= blk.firsts
                 ends |= blk.end_states
@@ -308,12 +308,12 @@ class Masker:
             got = self._views.setdefault(q, got)
         return got
 
-    def _subtree_block(self, b: int, lo: int, hi: int, state: int) -> _Block:
+    def _subtree_block(self, b: int, lo: int, hi: int, state: int, arrays) -> _Block:
         """Strings whose first byte continues the lexeme into lexer state ``state``."""
         key = (b, state)
         got = self._blocks.get(key)
         if got is None:
-            strings, first, rest = self._transducer._subtrees[(b, state)]
+            strings, first, rest = arrays
             is_end = first == END
             code = np.full(hi - lo, self._dead_code, dtype=np.int32)
             code[strings[~is_end] - lo] = (first[~is_end] - NO_TERM) * self._num_rows + rest[~is_end]

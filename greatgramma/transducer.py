@@ -211,19 +211,18 @@ class TokenTransducer:
             s_ids = np.nonzero(rest0 != DEAD)[0]
             return s_ids, np.full(len(s_ids), NO_TERM, dtype=np.int64), rest0[s_ids]
         delta, accept_next = self.lexer.delta[q], self.lexer.accept_next[q]
-        live = [(b, int(delta[b])) for b, _, _ in self._root_children if delta[b] != DEAD]
-        self._fill_subtrees(live)
+        live = [(b, int(delta[b])) for b, _, _ in self.root_children if delta[b] != DEAD]
         # strings whose first byte ends the current lexeme start afresh: their outcome is rest0
         restart = (delta == DEAD) & (accept_next != DEAD)
         first_of_byte = np.where(self._ignored[accept_next], NO_TERM, accept_next).astype(np.int64)
         first_byte = trie.matrix[:, 0]
         ids = np.nonzero(restart[first_byte] & (rest0 != DEAD))[0]
         parts = [(ids, first_of_byte[first_byte[ids]], rest0[ids])]
-        parts += [self._subtrees[pair] for pair in live]
+        parts += self.subtrees(live)
         return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
 
     @property
-    def _root_children(self) -> list[tuple[int, int, int]]:
+    def root_children(self) -> list[tuple[int, int, int]]:
         """(first byte, first string, end string) of each child of the trie root."""
         got = self.__dict__.get("_root")
         if got is None:
@@ -234,15 +233,19 @@ class TokenTransducer:
             ]
         return got
 
-    def _fill_subtrees(self, pairs: list[tuple[int, int]]) -> None:
-        """Walk, in one batch, the strings starting with byte b entered in lexer state s, for new (b, s).
+    def subtrees(self, pairs: list[tuple[int, int]]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``walk``'s result restricted to the strings that start with byte b, entered in state s after b.
 
-        A subtree walk is shared by every lexer state whose transition on b leads to s.
+        A subtree is shared by every lexer state whose transition on b leads to s; new ones
+        are walked together in one batch.
         """
-        pairs = [p for p in pairs if p not in self._subtrees]
+        self._fill_subtrees([p for p in pairs if p not in self._subtrees])
+        return [self._subtrees[p] for p in pairs]
+
+    def _fill_subtrees(self, pairs: list[tuple[int, int]]) -> None:
         if not pairs:
             return
-        span = {b: (lo, hi) for b, lo, hi in self._root_children}
+        span = {b: (lo, hi) for b, lo, hi in self.root_children}
         lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
         hi = np.array([span[b][1] for b, _ in pairs], dtype=np.int64)
         state = np.array([s for _, s in pairs], dtype=np.int64)
