@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from lark.parsers.lalr_analysis import Shift
 
+from .errors import GrammarError
+
 ERROR = -1
 DEPENDS = None  # sentinel: the run popped below the known part of the stack
 Stack = tuple[int, ...]
@@ -116,6 +118,12 @@ def parse_table_from_lark(lark_obj, terminal_names: list[str], start: str) -> Pa
     """Convert Lark's LALR table to integer arrays indexed by the lexer's terminal order."""
     table = lark_obj.parser.parser.parser.parse_table
     term_index = {name: i for i, name in enumerate(terminal_names)}
+    declared = sorted({s.name for r in lark_obj.rules for s in r.expansion if s.is_term} - set(term_index))
+    if declared:
+        raise GrammarError(
+            f"terminals {', '.join(declared)} are declared (%declare) but never lexed: they come from a "
+            "postlexer (e.g. an indenter), which greatgramma does not support yet"
+        )
     term_index["$END"] = len(terminal_names)
     states = table.states
     nonterms: dict[str, int] = {}

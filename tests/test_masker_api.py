@@ -102,3 +102,12 @@ def test_threads_give_the_serial_masks(calc_compiled) -> None:
     with ThreadPoolExecutor(8) as pool:
         parallel = list(pool.map(lambda s: run(shared, s), sequences))
     assert parallel == serial
+
+
+def test_python_grammar_is_refused_until_postlexers_exist() -> None:
+    from pathlib import Path
+
+    grammar = gg.Grammar.from_file(Path(__file__).resolve().parents[1] / "grammars" / "python.lark")
+    vocab = gg.Vocabulary.from_token_bytes([None, b"x"], eos_token_ids=[0])
+    with pytest.raises(gg.GrammarError, match="_DEDENT, _INDENT are declared.*postlexer"):
+        gg.compile(grammar, vocab)
