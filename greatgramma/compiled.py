@@ -34,6 +34,7 @@ class CompiledGrammar:
             "vocab_size": self.vocab.vocab_size,
             "token_strings": len(self.trie),
             "start_state_outcomes": len(self.transducer.outcomes),
+            "subtrees": len(self.transducer._subtrees),
             "seconds": dict(self.timings),
         }
 
@@ -62,4 +63,6 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, max_dfa_states: int = 50_000
     lap("trie")
     transducer = TokenTransducer(lexer, trie)
     lap("transducer")
+    transducer.walk_all_subtrees()
+    lap("subtrees")
     return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, timings)

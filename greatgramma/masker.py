@@ -83,7 +83,7 @@ class _SequenceTrie:
 class _Split:
     """Paper section 3.3 for one stack top p: which rows p alone accepts, and what it leaves open."""
 
-    accepted: np.ndarray  # bool[rows]: viable whatever lies below p
+    accepted: np.ndarray  # row ids viable whatever lies below p
     frontier: list[tuple[int, Stack]]  # (node, known stack at its parent): the node's terminal reduces below p
     open_checks: list[tuple[Stack, list[tuple[int, np.ndarray]]]]  # known stack -> [(terminal, rows)] to feed live
 
@@ -114,7 +114,7 @@ class _Block:
 class Masker:
     """Computes masks and advances states for one compiled grammar. Thread-safe; states are values."""
 
-    def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 3):
+    def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 1):
         self.compiled = compiled
         self._transducer = compiled.transducer
         self._table = compiled.parse_table
@@ -146,13 +146,14 @@ class Masker:
         self._ignored_arr = np.array(self._ignored + [False], dtype=bool)  # index -1 (DEAD): not ignored
         self._end_base = (len(terms) - NO_TERM) * self._num_rows  # status index of "ends in lexer state 0"
         self._dead_code = self._end_base + self._lexer.num_states
-        self._splits: dict[Stack, _Split] = {}
+        self._splits: dict[tuple[int, Stack], _Split] = {}
         self._split_depth = split_depth
         self._memo_depth = 8
         self._known: dict[tuple[Stack, int], object] = {}
         self._rows: OrderedDict[Stack, np.ndarray] = OrderedDict()
         self._masks: OrderedDict[tuple[int, Stack], np.ndarray] = OrderedDict()
         self._cache_size = cache_size
+        self._memo_size = 64 * cache_size
         self._lock = threading.Lock()
         self._id = id(compiled)
 
@@ -267,7 +268,10 @@ class Masker:
         key = (known, term)
         got = self._known.get(key, self)
         if got is self:
-            got = self._known[key] = self._table.feed_known(known, term)
+            got = self._table.feed_known(known, term)
+            if len(self._known) >= self._memo_size:  # a memo, not a store: start over when it is full
+                self._known.clear()
+            self._known[key] = got
         return got
 
     def _cache_put(self, cache: OrderedDict, key, value) -> None:
@@ -322,16 +326,21 @@ class Masker:
             got = self._blocks.setdefault(key, got)
         return got
 
-    def _split(self, top: Stack) -> _Split:
-        """Walk the outcome trie with only the top of the stack known (paper Alg. 5)."""
-        got = self._splits.get(top)
+    def _split(self, node: int, top: Stack) -> _Split:
+        """Walk the outcome trie below ``node`` with only the top of the stack known (paper Alg. 5).
+
+        Cached per (node, top): after a terminal is shifted, the same few top states recur in
+        many contexts, so most subtrees are decided once.
+        """
+        key = (node, top)
+        got = self._splits.get(key)
         if got is not None:
             return got
         trie = self._trie
         hits: list[np.ndarray] = []
         frontier: list[tuple[int, Stack]] = []
         open_checks: dict[Stack, dict[int, list[np.ndarray]]] = {}
-        todo: list[tuple[int, Stack]] = [(0, top)]
+        todo: list[tuple[int, Stack]] = [(node, top)]
         while todo:
             n, known = todo.pop()
             if trie.free[n] is not None:
@@ -350,13 +359,13 @@ class Masker:
                     hits.append(rows)
                 if child >= 0:
                     todo.append((child, r))
-        accepted = np.zeros(self._num_rows, dtype=bool)
-        if hits:
-            accepted[np.concatenate(hits)] = True
+        accepted = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
         checks = [(k, [(t, np.concatenate(rs)) for t, rs in d.items()]) for k, d in open_checks.items()]
         got = _Split(accepted, frontier, checks)
         with self._lock:
-            got = self._splits.setdefault(top, got)
+            if len(self._splits) >= self._memo_size:
+                self._splits.clear()
+            got = self._splits.setdefault(key, got)
         return got
 
     def _rows_ok(self, stack: Stack) -> np.ndarray:
@@ -364,37 +373,29 @@ class Masker:
         got = self._rows.get(stack)
         if got is not None:
             return got
-        depth = self._split_depth
-        split = self._split(stack[-depth:])
-        trie, feed = self._trie, self._feed
-        below = stack[:-depth]
         hits: list[np.ndarray] = []
+        self._collect(0, stack, hits)
+        ok = np.zeros(self._num_rows, dtype=bool)
+        if hits:
+            ok[np.concatenate(hits)] = True
+        self._cache_put(self._rows, stack, ok)
+        return ok
+
+    def _collect(self, node: int, stack: Stack, hits: list[np.ndarray]) -> None:
+        """Rows below ``node`` viable from the live ``stack``: the cached split, then what it left open."""
+        depth = self._split_depth
+        split = self._split(node, stack[-depth:])
+        hits.append(split.accepted)
+        feed, below = self._feed, stack[:-depth]
         for known, checks in split.open_checks:
             live = below + known
             for t, rows in checks:
                 if feed(live, t) is not None:
                     hits.append(rows)
-        todo: list[tuple[int, Stack]] = []
         for c, known in split.frontier:
-            r = feed(below + known, trie.term[c])
+            r = feed(below + known, self._trie.term[c])
             if r is not None:
-                todo.append((c, r))
-        while todo:
-            n, live = todo.pop()
-            if trie.free[n] is not None:
-                hits.append(trie.free[n])
-            for t, child, rows in trie.edges[n]:
-                r = feed(live, t)
-                if r is not None:
-                    if rows is not None:
-                        hits.append(rows)
-                    if child >= 0:
-                        todo.append((child, r))
-        ok = split.accepted.copy()
-        if hits:
-            ok[np.concatenate(hits)] = True
-        self._cache_put(self._rows, stack, ok)
-        return ok
+                self._collect(c, r, hits)
 
     def _compute_mask(self, state: State) -> np.ndarray:
         q, stack = state.lexer, state.stack

@@ -233,6 +233,20 @@ class TokenTransducer:
             ]
         return got
 
+    def walk_all_subtrees(self) -> int:
+        """Walk every (first byte, lexer state) subtree that any lexer state can enter (preprocessing).
+
+        Cheap because subtrees are shared between lexer states and walked in one batch; after it,
+        no mask has to walk the trie. Returns how many subtrees there are.
+        """
+        delta = self.lexer.delta
+        firsts = np.array([b for b, _, _ in self.root_children], dtype=np.int64)
+        states = delta[1:, firsts] if len(firsts) else np.zeros((0, 0), dtype=delta.dtype)
+        found = np.unique(np.stack([np.broadcast_to(firsts, states.shape), states], axis=-1).reshape(-1, 2), axis=0)
+        pairs = [(int(b), int(s)) for b, s in found.tolist() if s != DEAD]
+        self._fill_subtrees([p for p in pairs if p not in self._subtrees])
+        return len(pairs)
+
     def subtrees(self, pairs: list[tuple[int, int]]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """``walk``'s result restricted to the strings that start with byte b, entered in state s after b.
 
