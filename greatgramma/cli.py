@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import __version__
 from .artifact import load
-from .compiled import compile
+from .compiled import STAGES, compile
 from .errors import GreatGrammaError, TokenRejectedError
 from .grammar import Grammar
 from .masker import Masker
@@ -34,9 +34,39 @@ def _print_summary(summary: dict, out=sys.stdout) -> None:
         print(f"  {key:22} {value}", file=out)
 
 
+class _StageBar:
+    """Progress over the preprocessing stages on stderr (tqdm when installed, plain lines otherwise)."""
+
+    def __init__(self, enabled: bool):
+        self.bar = None
+        self.enabled = enabled
+        if enabled:
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                return
+            self.bar = tqdm(total=len(STAGES), desc="preprocess", unit="stage", file=sys.stderr, leave=False)
+
+    def __call__(self, stage: str, seconds: float) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{stage} {seconds:.2f}s")
+            self.bar.update(1)
+        elif self.enabled:
+            print(f"  {stage:12} {seconds:6.2f}s", file=sys.stderr)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def cmd_preprocess(args: argparse.Namespace) -> int:
     t = time.perf_counter()
-    compiled = compile(_grammar(args), _vocab(args))
+    grammar, vocab = _grammar(args), _vocab(args)
+    bar = _StageBar(not args.quiet)
+    try:
+        compiled = compile(grammar, vocab, progress=bar)
+    finally:
+        bar.close()
     seconds = time.perf_counter() - t
     summary = compiled.summary()
     summary["total_seconds"] = round(seconds, 3)
@@ -148,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write the compiled artifact here")
     p.add_argument("--start", default="start", help="start rule (default: start)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output on stderr")
     p.set_defaults(func=cmd_preprocess)
 
     p = sub.add_parser("inspect", help="print what a compiled artifact holds")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .grammar import Grammar
@@ -34,7 +35,7 @@ class CompiledGrammar:
             "vocab_size": self.vocab.vocab_size,
             "token_strings": len(self.trie),
             "start_state_outcomes": len(self.transducer.outcomes),
-            "subtrees": len(self.transducer._subtrees),
+            "subtrees": self.transducer.num_subtrees,
             "seconds": dict(self.timings),
         }
 
@@ -44,8 +45,20 @@ class CompiledGrammar:
         save(self, path)
 
 
-def compile(grammar: Grammar, vocab: Vocabulary, *, max_dfa_states: int = 50_000) -> CompiledGrammar:  # noqa: A001
-    """Preprocess ``grammar`` for ``vocab`` (lexer DFA, LALR table, token trie, token-level transducer)."""
+STAGES = ("lalr", "lexer", "trie", "transducer", "subtrees")
+
+
+def compile(  # noqa: A001
+    grammar: Grammar,
+    vocab: Vocabulary,
+    *,
+    max_dfa_states: int = 50_000,
+    progress: Callable[[str, float], None] | None = None,
+) -> CompiledGrammar:
+    """Preprocess ``grammar`` for ``vocab`` (lexer DFA, LALR table, token trie, token-level transducer).
+
+    ``progress(stage, seconds)`` is called as each of :data:`STAGES` finishes.
+    """
     timings: dict[str, float] = {}
     t = time.perf_counter()
 
@@ -54,6 +67,8 @@ def compile(grammar: Grammar, vocab: Vocabulary, *, max_dfa_states: int = 50_000
         now = time.perf_counter()
         timings[name] = now - t
         t = now
+        if progress is not None:
+            progress(name, timings[name])
 
     table = grammar.parse_table
     lap("lalr")

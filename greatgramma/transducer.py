@@ -247,6 +247,10 @@ class TokenTransducer:
         self._fill_subtrees([p for p in pairs if p not in self._subtrees])
         return len(pairs)
 
+    @property
+    def num_subtrees(self) -> int:
+        return len(self._subtrees)
+
     def subtrees(self, pairs: list[tuple[int, int]]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """``walk``'s result restricted to the strings that start with byte b, entered in state s after b.
 
