@@ -1,25 +1,70 @@
-"""Error types: one root class, subclasses that also inherit the matching builtin."""
+"""Error types: one root class, subclasses that also inherit the matching builtin.
+
+Every error survives pickling (a server may raise it in a worker process and report it in
+another), whatever arguments its constructor takes.
+"""
 
 from __future__ import annotations
+
+
+def _restore(cls, args, state):
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
 
 
 class GreatGrammaError(Exception):
     """Root of every error greatgramma raises on purpose."""
 
 
+class _RestoredByState:
+    """Pickle support for errors whose constructor does not take the message back."""
+
+    def __reduce__(self):
+        return (_restore, (type(self), self.args, dict(self.__dict__)))
+
+
 class GrammarError(GreatGrammaError, ValueError):
-    """The grammar cannot be compiled (syntax, LALR conflict, bad terminal...)."""
+    """The grammar cannot be compiled (syntax, LALR conflict, bad terminal...).
+
+    Besides the message, what is known about the place: ``source`` (file name or
+    ``"<string>"``), ``line`` and ``column`` (1-based), ``symbol`` (the rule or terminal at
+    fault) and ``kind`` (a short tag such as ``"syntax"``, ``"undefined"``, ``"conflict"``,
+    ``"empty-language"``, ``"empty-terminal"``, ``"duplicate"``, ``"start"``); None when unknown.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        symbol: str | None = None,
+        kind: str | None = None,
+    ):
+        super().__init__(message)
+        self.source = source
+        self.line = line
+        self.column = column
+        self.symbol = symbol
+        self.kind = kind
 
 
-class UnsupportedRegexError(GrammarError):
+class UnsupportedRegexError(_RestoredByState, GrammarError):
     """A terminal uses a regex construct that the byte-level lexer cannot represent exactly."""
 
     def __init__(self, terminal: str, construct: str, pattern: str | None = None):
+        where = f" in pattern {pattern!r}" if pattern is not None else ""
+        super().__init__(
+            f"terminal {terminal}: unsupported regex construct {construct}{where}",
+            symbol=terminal,
+            kind="unsupported-regex",
+        )
         self.terminal = terminal
         self.construct = construct
         self.pattern = pattern
-        where = f" in pattern {pattern!r}" if pattern is not None else ""
-        super().__init__(f"terminal {terminal}: unsupported regex construct {construct}{where}")
 
 
 class TokenizerError(GreatGrammaError, ValueError):
@@ -34,7 +79,7 @@ class ArtifactError(GreatGrammaError, ValueError):
     """A saved compiled grammar is corrupt, of another version, or for other inputs."""
 
 
-class TokenRejectedError(GreatGrammaError, ValueError):
+class TokenRejectedError(_RestoredByState, GreatGrammaError, ValueError):
     """A token was fed that the grammar does not allow at this point."""
 
     def __init__(self, token_id: int, token_bytes: bytes | None, expected: list[str], reason: str = ""):
