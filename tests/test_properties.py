@@ -28,7 +28,7 @@ properties skip, counted with ``hypothesis.event``):
 * Dead ends (both sides agree, the contract in DESIGN.md section 1 does not hold): a prefix is
   viable for both when its terminals are a parser prefix and the current lexeme can still
   become a terminal the parser accepts next. That is one lexeme of lookahead: after ``"a"``
-  with ``start: A B | C`` (``A: "a"``, ``B: "b"``, ``C: "ab"``) nothing can follow, because
+  with ``start: A B | "x" C`` (``A: "a"``, ``B: "b"``, ``C: "ab"``) nothing can follow, because
   ``"ab"`` always lexes as ``C``. Also Lark's shift preference for shift/reduce conflicts can
   leave parser prefixes with no accepted completion. Walks simply stop on an empty mask.
 """
