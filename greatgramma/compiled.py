@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .grammar import Grammar
-from .lexer import LexerDFA, build_lexer
+from .lexer import LexerDFA
 from .parser import ParseTable
 from .transducer import TokenTransducer, TokenTrie
 from .vocab import Vocabulary
@@ -53,6 +53,7 @@ def compile(  # noqa: A001
     vocab: Vocabulary,
     *,
     max_dfa_states: int = 50_000,
+    max_token_table_entries: int = 20_000_000,
     progress: Callable[[str, float], None] | None = None,
 ) -> CompiledGrammar:
     """Preprocess ``grammar`` for ``vocab`` (lexer DFA, LALR table, token trie, token-level transducer).
@@ -72,12 +73,12 @@ def compile(  # noqa: A001
 
     table = grammar.parse_table
     lap("lalr")
-    lexer = build_lexer(grammar.terminals, max_states=max_dfa_states)
+    lexer = grammar.build_lexer(max_states=max_dfa_states)
     lap("lexer")
     trie = TokenTrie.build(vocab.token_bytes)
     lap("trie")
     transducer = TokenTransducer(lexer, trie)
     lap("transducer")
-    transducer.walk_all_subtrees()
+    transducer.walk_all_subtrees(max_token_table_entries)
     lap("subtrees")
     return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, timings)

@@ -203,7 +203,7 @@ class Masker:
             raise TokenRejectedError(token, None, self.expected(state), "EOS before the output is complete")
         data = self._bytes(token)
         if not data:
-            raise TokenRejectedError(token, data, self.expected(state), "special tokens are never allowed")
+            raise TokenRejectedError(token, data, self.expected(state), "tokens without bytes (special or empty) are never allowed")
         ran = self._lexer.feed(state.lexer, data)
         if ran is not None:
             terms, end = ran

@@ -111,7 +111,11 @@ class ParseTable:
     def expected(self, stack: Stack) -> list[int]:
         """Terminals (indices) the parser would accept next from this stack."""
         row = self._action[stack[-1]]
-        return [t for t in range(len(row)) if row[t] != ERROR and self.feed(stack, t) is not None]
+        return [
+            t
+            for t in range(len(row))
+            if row[t] != ERROR and (self.accepts_end(stack) if t == self.end else self.feed(stack, t) is not None)
+        ]
 
 
 def parse_table_from_lark(lark_obj, terminal_names: list[str], start: str) -> ParseTable:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import ResourceLimitError
 from .lexer import DEAD, LexerDFA
 
 END = -2  # outcome row kind: no further terminal, just the end state
@@ -233,7 +234,7 @@ class TokenTransducer:
             ]
         return got
 
-    def walk_all_subtrees(self) -> int:
+    def walk_all_subtrees(self, max_entries: int = 20_000_000) -> int:
         """Walk every (first byte, lexer state) subtree that any lexer state can enter (preprocessing).
 
         Cheap because subtrees are shared between lexer states and walked in one batch; after it,
@@ -244,6 +245,13 @@ class TokenTransducer:
         states = delta[1:, firsts] if len(firsts) else np.zeros((0, 0), dtype=delta.dtype)
         found = np.unique(np.stack([np.broadcast_to(firsts, states.shape), states], axis=-1).reshape(-1, 2), axis=0)
         pairs = [(int(b), int(s)) for b, s in found.tolist() if s != DEAD]
+        span = {b: hi - lo for b, lo, hi in self.root_children}
+        bound = sum(span[b] for b, _ in pairs)
+        if bound > max_entries:
+            raise ResourceLimitError(
+                f"token-level tables would hold up to {bound:,} entries (limit {max_entries:,}); "
+                "simplify the terminals or raise max_token_table_entries"
+            )
         self._fill_subtrees([p for p in pairs if p not in self._subtrees])
         return len(pairs)
 

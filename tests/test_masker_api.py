@@ -56,7 +56,7 @@ def test_rejections_name_the_token(calc_compiled) -> None:
     with pytest.raises(gg.TokenRejectedError, match=rf"token {paren} b'\(' is not allowed.*expected one of") as err:
         masker.advance(state, paren)
     assert err.value.token_id == paren and err.value.token_bytes == b"("
-    assert set(err.value.expected) == {"NUMBER", '"+"', '"-"', '"*"'}
+    assert set(err.value.expected) == {"NUMBER", '"+"', '"-"', '"*"', "end of input"}
     with pytest.raises(gg.TokenRejectedError, match="EOS before the output is complete"):
         masker.advance(masker.advance(state, ids(b"+")[0]), 0)
     with pytest.raises(gg.TokenRejectedError, match="special"):
