@@ -111,3 +111,8 @@ def test_python_grammar_is_refused_until_postlexers_exist() -> None:
     vocab = gg.Vocabulary.from_token_bytes([None, b"x"], eos_token_ids=[0])
     with pytest.raises(gg.GrammarError, match="_DEDENT, _INDENT are declared.*postlexer"):
         gg.compile(grammar, vocab)
+
+
+def test_token_table_limit_is_a_clear_error(calc_vocab) -> None:
+    with pytest.raises(gg.ResourceLimitError, match="token-level tables would hold up to .* raise max_token_table_entries"):
+        gg.compile(gg.Grammar(CALC), calc_vocab, max_token_table_entries=3)
