@@ -35,6 +35,10 @@ ERROR_CHARS = 500
 MAX_VIOLATION_DETAILS = 25
 
 
+class BudgetExceeded(Exception):
+    """The --budget ran out before any mask was measured."""
+
+
 class Unsupported(Exception):
     """The peer cannot take this grammar (its own words go in the message)."""
 
@@ -219,7 +223,7 @@ def main(peer_cls: type[Peer]) -> None:
             times.append(time.perf_counter() - t)
             eos_ok.append(any(peer.allowed(m, e) for e in eos))
         if not times:
-            raise TimeoutError(stopped or "no mask measured")
+            raise BudgetExceeded(stopped or "no mask measured")
         ms = sorted(x * 1000 for x in times)
         res.update({
             "masks": len(ms), "tokens": ntok,
@@ -235,6 +239,9 @@ def main(peer_cls: type[Peer]) -> None:
         override = peer.verdict()
         if override:
             res["status"], res["error"] = override[0], override[1][:ERROR_CHARS]
+    except BudgetExceeded as exc:
+        res["status"] = "timeout"
+        res["error"] = f"[{stage}] {exc}"[:ERROR_CHARS]
     except Unsupported as exc:
         res["status"] = "unsupported"
         res["error"] = f"[{stage}] {exc}"[:ERROR_CHARS]
