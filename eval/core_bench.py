@@ -38,7 +38,9 @@ def run_cell(grammar: str, tokenizer: str) -> dict:
     tok_path = SHARED / "tokenizers" / tokenizer / "tokenizer.json.gz"
     t0 = time.perf_counter()
     vocab = gg.Vocabulary.from_file(tok_path)
-    grammar_obj = gg.Grammar.from_file(ROOT / "grammars" / f"{grammar}.lark")
+    grammar_obj = gg.Grammar.from_file(
+        ROOT / "grammars" / f"{grammar}.lark", indenter=gg.Indenter.python() if grammar == "python" else None
+    )
     compiled = gg.compile(grammar_obj, vocab)
     preprocess = time.perf_counter() - t0
     masker = gg.Masker(compiled)
