@@ -6,10 +6,19 @@ compared against it bit for bit.
 
 Semantics (bytes in, booleans out):
 
-* Lexing is maximal munch with one byte of lookahead. The lexer keeps the current lexeme
-  ``cur``. On the next byte ``b``: if some terminal is *alive* on ``cur + b`` then
-  ``cur += b``; otherwise, if ``cur`` is *complete* for some terminal, the winner is emitted
-  and ``cur = b`` (dead if no terminal is alive on ``b``); otherwise the input is dead.
+* Lexing is maximal munch with backtracking (what Lark's basic lexer gets from Python's ``re``
+  when the longest match wins). The lexer keeps the current lexeme ``cur``. On the next byte
+  ``b``: if some terminal is *alive* on ``cur + b`` then ``cur += b``. Otherwise let ``k`` be
+  the largest in ``1..len(cur)`` such that ``cur[:k]`` is complete for some terminal *given the
+  character that follows it* (that of ``cur[k:] + b``); none: the input is dead. Else the
+  winner of ``cur[:k]`` is emitted and ``cur[k:] + b`` is lexed again from an empty lexeme (it
+  may emit more, backtrack again, or die). With ``k = len(cur)`` this is plain maximal munch
+  with one byte of lookahead: emit ``cur``, continue from ``b``.
+  Example: with ``_NL: (/(\\n[\\t ]*)+/ | /r'[^']*'/)+``, ``"\\n  r"`` is alive (a prefix of
+  ``"\\n  r'doc'"``) but ``"\\n  re"`` is not: ``_NL("\\n  ")`` is emitted, ``"re"`` re-lexed.
+* At the end of input: ``cur`` complete (given the end) is emitted; else its longest complete
+  prefix ``cur[:k]`` (given the rest ``cur[k:]``, then the end) is emitted and the rest is lexed
+  again and flushed the same way, recursively. No complete prefix: not complete.
 * ``alive(T, cur)``: ``cur`` is a prefix of (the UTF-8 encoding of) some lexeme of ``T``.
   ``complete(T, cur)``: ``cur`` is a lexeme of ``T``.
   - Pattern without lazy quantifiers: lexemes are the regex's language
@@ -19,6 +28,15 @@ Semantics (bytes in, booleans out):
     ``cur`` is alive iff some extension ``e`` has ``match(cur + e)`` ending at or after
     ``len(cur)``. That is decided by the *first path in backtracking priority order* that
     either succeeds inside ``cur`` or runs into the end of ``cur`` (see ``_Terminal``).
+  - Complete *given the following text* ``f`` (``_Terminal.complete_given``): only a pattern
+    with a lookahead or an end/boundary anchor can see past its lexeme; for the others it is
+    ``complete``. Otherwise the regex is run on the real text ``cur + f`` (then the end of the
+    string): a lazy pattern's ``match`` must end at ``len(cur)``, any other pattern must match
+    ``(?:P)(?=<f>\\Z)``. ``f`` is one character when lexing goes on (so a lookahead reading more
+    than one character past the lexeme sees a false end of text there), the whole rest when
+    flushing at the end of input, "" at the end itself. E.g. ``STRING: /"(?!"").*?"/``: ``""``
+    is complete before ``x`` or at the end, not before ``"``. A following character whose bytes
+    have not all arrived is stood for by the smallest code point those bytes can begin.
 * Text is bytes, patterns are str patterns (Unicode semantics). A trailing incomplete UTF-8
   character is alive iff some code point whose encoding starts with those bytes keeps the
   terminal alive; it is never complete. Bytes that cannot be UTF-8 are never alive. The code
@@ -29,10 +47,29 @@ Semantics (bytes in, booleans out):
 * Winner among terminals complete on ``cur``: higher priority, then a string literal over a
   regex, then Lark's order (larger max_width, longer pattern value, name).
 * ``%ignore`` terminals are dropped before the parser sees the sequence.
-* Viable: lexes without dying into ``T1..Tk`` + ``cur`` and the parser accepts ``T1..Tk`` (cur
-  empty) or ``T1..Tk T`` for some ``T`` alive on ``cur`` (``T`` dropped when ignored).
-  Complete: ``cur`` empty or complete (its winner emitted) and the parser accepts the sequence
-  followed by end of input.
+* Optional indenter postlexer (``indenter=dict(nl=..., open=..., close=..., tab_len=...,
+  max_column=...)``): Lark's ``lark.indenter.Indenter`` made exact, applied to the emitted
+  terminals after ``%ignore``. It keeps the bracket depth (open +1, close -1; a close at depth 0
+  rejects) and an indentation stack ``[0]``. A newline lexeme at depth > 0 is dropped. At depth
+  0 it is passed on, and its column is ``s.count(" ") + tab_len * s.count("\\t")`` with ``s`` the
+  text after its last ``\\n`` (spaces anywhere on that line count, as in Lark); no ``\\n`` at
+  all, or a column >= max_column, rejects. A column above the top is pushed with an INDENT;
+  else one DEDENT per level popped while the column is below the top, and a column then
+  different from the top rejects. At the end of input: one DEDENT per level above 0.
+* Viable: lexes without dying into ``T1..Tk`` + ``cur``, the postlexer passes ``T1..Tk`` and
+  the parser accepts the result, and (a) ``cur`` is empty, or (b) some ``T`` alive on ``cur``
+  is accepted next (dropped when ignored; the newline terminal: dropped at depth > 0, else
+  accepted if *some* completion of ``cur`` into a newline lexeme has a column that the
+  indenter and the parser accept, see ``ReferenceChecker._nl_columns``), or (c) the lexer may
+  still backtrack into ``cur`` (``cur`` is not complete given some following character; when
+  it is complete whatever follows, a dead end emits ``cur`` itself, which is (b)) and ``cur``
+  has a complete proper prefix: with the longest one ``cur[:k]`` (given ``cur[k]``) emitted
+  and ``cur[k:]`` lexed again from scratch, the state is viable (recursively). E.g. after
+  ``if x`` in a grammar with keywords and NAME, ``thend`` is one NAME for good, never
+  ``then`` + ``d``; with ``A: "a"``, ``B: "b"``, ``ABC: /ab+c/``, ``ab`` may still end up as
+  ``A B``.
+  Complete: the input flushes at its end (above), the postlexer passes the whole sequence
+  (end-of-input dedents included) and the parser accepts it followed by end of input.
 """
 
 from __future__ import annotations
@@ -222,7 +259,11 @@ class _PatternAnalysis:
         # without the regex module reporting a partial match; a lookahead that reaches the end
         # does make the match partial, so lookaheads need no flag.
         self.reads_ahead = False
+        # A lookahead or an end/boundary anchor can read past the end of a lexeme: whether a
+        # text is a lexeme may then depend on the text that follows it (``complete_given``).
+        self.looks_past = False
         self._scan(list(parsed))
+        self.looks_past = self.looks_past or self.reads_ahead
         self.atoms: list[_Atom] = []
         self.eps: list[list[int]] = [[]]
         self.edges: list[list[tuple[int, int]]] = [[]]
@@ -293,10 +334,12 @@ class _PatternAnalysis:
         return cur
 
     def _scan(self, items) -> None:
-        """Set ``lazy`` and ``reads_ahead`` from the whole parse tree."""
+        """Set ``lazy``, ``reads_ahead`` and ``looks_past`` from the whole parse tree."""
         for op, av in items:
             if op is _c.MIN_REPEAT:
                 self.lazy = True
+            elif op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] == 1:  # a lookahead
+                self.looks_past = True
             elif op is _c.AT and av not in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING):
                 self.reads_ahead = True
             if op is _c.BRANCH:
@@ -452,6 +495,7 @@ class _Terminal:
             self._end_group = self._prefix.groups
         self._alive_cache: dict[bytes, bool] = {}
         self._complete_cache: dict[bytes, bool] = {}
+        self._given_cache: dict[tuple[bytes, str], bool] = {}
 
     # -- on text --------------------------------------------------------------------------------
     def _alive_text(self, text: str) -> bool:
@@ -517,6 +561,35 @@ class _Terminal:
             self._complete_cache[data] = cached
         return cached
 
+    def complete_given(self, data: bytes, follow: str) -> bool:
+        """Is ``data`` a lexeme when the text ``follow`` (then the end of the text) comes after it?
+
+        Only a lookahead or an end/boundary anchor can see past the lexeme; for every other
+        pattern this is ``complete(data)``. Otherwise Python's matching is run on the real text
+        ``lexeme + follow``: a lazy pattern's ``match`` must end exactly at the lexeme's end; any
+        other pattern must match the lexeme exactly, i.e. ``(?:P)(?=<follow>\\Z)`` matches.
+        """
+        if not follow or not self.analysis.looks_past:
+            return self.complete(data)
+        key = (data, follow)
+        cached = self._given_cache.get(key)
+        if cached is None:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                cached = False
+            else:
+                if self.lazy:
+                    m = self._full.match(text + follow)
+                    cached = m is not None and m.end() == len(text)
+                else:
+                    m = _LEADING_GLOBAL_FLAGS.match(self.regexp)
+                    flags, body = (m.group(), self.regexp[m.end() :]) if m else ("", self.regexp)
+                    pattern = flags + "(?:" + body + ")(?=" + regex.escape(follow) + r"\Z)"
+                    cached = regex.match(pattern, text + follow) is not None
+            self._given_cache[key] = cached
+        return cached
+
     def sort_key(self) -> tuple:
         """Smaller wins: priority, string literal over regex, then Lark's own terminal order."""
         return (-self.priority, not self.is_string, -self.max_width, -self.value_len, self.name)
@@ -529,6 +602,31 @@ class _Terminal:
 # The checker
 
 
+def _first_char(data: bytes) -> str:
+    """The first character of ``data``, as the text that follows a lexeme (one character).
+
+    A character whose bytes have not all arrived is stood for by the smallest code point its
+    bytes can begin; bytes that begin no character give "" (the input dies on them anyway).
+    """
+    for n in range(1, min(4, len(data)) + 1):
+        try:
+            return data[:n].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    ranges = _tail_ranges(data) if 0 < len(data) < 4 else ()
+    return chr(ranges[0][0]) if ranges else ""
+
+
+def _follow_text(data: bytes) -> str:
+    """All of ``data`` as text (the rest of the input at its end), a trailing partial character
+    stood for as in ``_first_char``."""
+    split = _split_utf8(data)
+    if split is None:
+        return ""
+    head, tail = split
+    return head + (_first_char(tail) if tail else "")
+
+
 class LexState(NamedTuple):
     """Lexer state after some bytes: emitted (terminal name, lexeme) pairs, current lexeme,
     and the indices of the terminals alive on the current lexeme (all of them when empty)."""
@@ -538,25 +636,82 @@ class LexState(NamedTuple):
     alive: tuple[int, ...]
 
 
+class PostState(NamedTuple):
+    """After the postlexer: terminal names for the parser, bracket depth, indentation stack."""
+
+    seq: tuple[str, ...]
+    depth: int
+    stack: tuple[int, ...]
+
+
+class IndenterConfig(NamedTuple):
+    nl: str
+    indent: str
+    dedent: str
+    open: frozenset
+    close: frozenset
+    tab_len: int
+    max_column: int
+
+
+# Text put between the current lexeme and trailing spaces/tabs when the completions of a
+# partial newline lexeme are enumerated (``ReferenceChecker._nl_columns``).
+_NL_BRIDGES = (b"", b"\n", b"\r\n", b"/\n", b"*/\n", b'"""\n', b"'''\n", b'"\n', b"'\n")
+
+_START = PostState((), 0, (0,))
+# Every character that can follow a lexeme, as ``_first_char`` sees the byte after it.
+_FOLLOW_CHARS = tuple(sorted({_first_char(bytes((b,))) for b in range(256)}))
+
+
 class ReferenceChecker:
     """Decide viability and completeness of byte prefixes for a Lark LALR grammar.
 
     ``viable(p)``: some terminal sequence consistent with lexing ``p`` is a parser prefix.
     ``complete(p)``: ``p`` lexes (flushing the last lexeme) into a sentence of the grammar.
     ``allowed(p, toks)``: ``[t is not None and t != b"" and viable(p + t) for t in toks]``.
+
+    ``indenter``: None, or a dict configuring an indentation postlexer (Lark's
+    ``lark.indenter.Indenter`` made exact, see the module docstring) with keys ``nl`` (newline
+    terminal name), ``indent`` / ``dedent`` (default ``"_INDENT"`` / ``"_DEDENT"``, declared in
+    the grammar with ``%declare``), ``open`` / ``close`` (bracket terminal names), ``tab_len``
+    (default 8) and ``max_column`` (required: columns >= max_column are rejected).
     """
 
-    def __init__(self, grammar_text: str, start: str = "start") -> None:
+    def __init__(self, grammar_text: str, start: str = "start", indenter: Optional[dict] = None) -> None:
         self.lark = Lark(grammar_text, parser="lalr", lexer="basic", start=start)
         conf = self.lark.lexer_conf
         self.terminals = [_Terminal(i, td) for i, td in enumerate(conf.terminals)]
         self.ignore = frozenset(conf.ignore)
         self._all = tuple(range(len(self.terminals)))
         self._alive_sets: dict[bytes, tuple[int, ...]] = {b"": self._all}
-        self._winners: dict[bytes, Optional[str]] = {}
+        self._winners: dict[tuple[bytes, str], Optional[str]] = {}
         root = self.lark.parse_interactive("")
         self._parsers: dict[tuple[str, ...], Optional[object]] = {(): root}
         self._eof: dict[tuple[str, ...], bool] = {}
+        self._backtracks: dict[bytes, bool] = {}
+        self.indenter: Optional[IndenterConfig] = None
+        if indenter is not None:
+            extra = set(indenter) - {"nl", "indent", "dedent", "open", "close", "tab_len", "max_column"}
+            if extra:
+                raise TypeError(f"unknown indenter option(s) {sorted(extra)}")
+            ind = self.indenter = IndenterConfig(
+                nl=indenter["nl"],
+                indent=indenter.get("indent", "_INDENT"),
+                dedent=indenter.get("dedent", "_DEDENT"),
+                open=frozenset(indenter.get("open", ())),
+                close=frozenset(indenter.get("close", ())),
+                tab_len=int(indenter.get("tab_len", 8)),
+                max_column=int(indenter["max_column"]),
+            )
+            by_name = {t.name: t for t in self.terminals}
+            if ind.nl not in by_name:
+                raise ValueError(f"newline terminal {ind.nl!r} is not a terminal of the grammar")
+            self._nl_term = by_name[ind.nl]
+            self._nl_cols: dict[bytes, frozenset[int]] = {}
+            k, tl = ind.max_column, ind.tab_len
+            runs = [(s, t) for t in range(max(0, k - 1) // tl + 1) for s in range(max(0, k - t * tl))]
+            ws = {b" " * s + b"\t" * t for s, t in runs} | {b"\t" * t + b" " * s for s, t in runs}
+            self._ws_runs = sorted(ws, key=lambda w: (len(w), w))
 
     # -- lexer ------------------------------------------------------------------------------------
     def _alive_set(self, candidates: tuple[int, ...], cur: bytes) -> tuple[int, ...]:
@@ -568,60 +723,195 @@ class ReferenceChecker:
             found = self._alive_sets[cur] = tuple(i for i in candidates if terms[i].alive(cur))
         return found
 
-    def winner(self, cur: bytes) -> Optional[str]:
-        """Name of the terminal emitted for lexeme ``cur``, or None if none is complete on it."""
-        if cur not in self._winners:
-            done = [t for t in self.terminals if t.complete(cur)]
-            self._winners[cur] = min(done, key=_Terminal.sort_key).name if done else None
-        return self._winners[cur]
+    def winner(self, cur: bytes, follow: str = "") -> Optional[str]:
+        """Name of the terminal emitted for lexeme ``cur`` when the text ``follow`` comes after
+        it ("" = the end of the input), or None if no terminal is complete on it there."""
+        key = (cur, follow)
+        if key not in self._winners:
+            done = [t for t in self.terminals if t.complete_given(cur, follow)]
+            self._winners[key] = min(done, key=_Terminal.sort_key).name if done else None
+        return self._winners[key]
+
+    def _longest_complete(self, cur: bytes, follow_of, top: int) -> tuple[int, Optional[str]]:
+        """Largest k in 1..top with ``cur[:k]`` complete given ``follow_of(k)``, and its winner."""
+        for k in range(top, 0, -1):
+            name = self.winner(cur[:k], follow_of(k))
+            if name is not None:
+                return k, name
+        return 0, None
 
     def initial_state(self) -> LexState:
         return LexState((), b"", self._all)
 
-    def feed(self, state: LexState, data: bytes) -> Optional[LexState]:
-        """Continue lexing ``data`` from ``state``; None once the input is dead."""
+    def feed(self, state: Optional[LexState], data: bytes) -> Optional[LexState]:
+        """Continue lexing ``data`` from ``state``; None once the input is dead.
+
+        Maximal munch with backtracking: when no terminal is alive on ``cur + b``, the longest
+        prefix ``cur[:k]`` complete given the character after it (that of ``cur[k:] + b``) is
+        emitted and ``cur[k:] + b`` is lexed again from an empty lexeme.
+        """
+        if state is None:
+            return None
         lexemes, cur, alive = state
         emitted: list[tuple[str, bytes]] = []
-        for b in data:
-            byte = bytes((b,))
+        todo, i = bytes(data), 0
+        while i < len(todo):
+            byte = todo[i : i + 1]
             nxt = cur + byte
             nxt_alive = self._alive_set(alive, nxt)
             if nxt_alive:
                 cur, alive = nxt, nxt_alive
+                i += 1
                 continue
             if not cur:
                 return None
-            name = self.winner(cur)
+            k, name = self._longest_complete(cur, lambda k: _first_char(cur[k:] + byte), len(cur))
             if name is None:
                 return None
-            emitted.append((name, cur))
-            cur, alive = byte, self._alive_set(self._all, byte)
-            if not alive:
-                return None
+            emitted.append((name, cur[:k]))
+            todo, i = cur[k:] + todo[i:], 0
+            cur, alive = b"", self._all
         if emitted:
             lexemes = lexemes + tuple(emitted)
         return LexState(lexemes, cur, alive)
+
+    def flush(self, state: Optional[LexState]) -> Optional[tuple[tuple[str, bytes], ...]]:
+        """All lexemes at the end of the input, or None if the current lexeme cannot be
+        emitted: it is emitted if complete, else its longest complete prefix (given the rest of
+        it, then the end) is, and the rest is lexed again and flushed, recursively."""
+        if state is None:
+            return None
+        lexemes, cur = state.lexemes, state.cur
+        while cur:
+            text = cur
+            k, name = self._longest_complete(text, lambda k: _follow_text(text[k:]), len(text))
+            if name is None:
+                return None
+            lexemes = lexemes + ((name, text[:k]),)
+            if k == len(text):
+                break
+            nxt = self.feed(LexState(lexemes, b"", self._all), text[k:])
+            if nxt is None:
+                return None
+            lexemes, cur = nxt.lexemes, nxt.cur
+        return lexemes
 
     def lex_state(self, data: bytes) -> Optional[LexState]:
         return self.feed(self.initial_state(), data)
 
     def lex(self, data: bytes) -> Optional[tuple[list[str], bytes]]:
-        """Terminals emitted for ``data`` (ignored ones dropped) and the current lexeme;
-        None if the lexer dies. The current lexeme is not flushed."""
+        """Terminals the parser sees for ``data`` (ignored ones dropped, the indenter applied)
+        and the current lexeme; None if the lexer dies or the indenter rejects. The current
+        lexeme is not flushed."""
         state = self.lex_state(data)
         if state is None:
             return None
-        return list(self.parser_terminals(state.lexemes)), state.cur
+        seq = self.parser_terminals(state.lexemes)
+        return None if seq is None else (list(seq), state.cur)
 
-    # -- between lexer and parser: the postlexer hook -----------------------------------------
-    def parser_terminals(self, lexemes: Sequence[tuple[str, bytes]]) -> tuple[str, ...]:
-        """Terminal names the parser sees for emitted ``(name, lexeme)`` pairs.
+    def lex_complete(self, data: bytes) -> Optional[list[str]]:
+        """Terminals the parser sees for the whole input ``data``, the end-of-input dedents
+        included; None if it does not lex or the indenter rejects it."""
+        lexemes = self.flush(self.lex_state(data))
+        post = None if lexemes is None else self._post(lexemes)
+        return None if post is None else list(self._end_seq(post))
 
-        Drops ``%ignore`` terminals. A postlexer (e.g. an indenter, which needs lexeme text and
-        the end of input) would be applied here; override in a subclass.
+    # -- between lexer and parser: %ignore and the indenter ------------------------------------
+    def parser_terminals(self, lexemes: Sequence[tuple[str, bytes]]) -> Optional[tuple[str, ...]]:
+        """Terminal names the parser sees for emitted ``(name, lexeme)`` pairs (not the end of
+        input): ``%ignore`` terminals dropped, the indenter applied. None if the indenter rejects."""
+        post = self._post(tuple(lexemes))
+        return None if post is None else post.seq
+
+    def _post(self, lexemes: tuple, base: Optional[tuple[int, PostState]] = None) -> Optional[PostState]:
+        """Postlexer state after ``lexemes``, continuing from ``base`` = (n, state after
+        ``lexemes[:n]``) when given."""
+        n, post = base if base is not None else (0, _START)
+        for name, text in lexemes[n:]:
+            post = self._post_step(post, name, text)
+            if post is None:
+                return None
+        return post
+
+    def _post_step(self, post: PostState, name: str, text: bytes) -> Optional[PostState]:
+        if name in self.ignore:
+            return post
+        ind = self.indenter
+        if ind is None:
+            return PostState(post.seq + (name,), 0, post.stack)
+        if name == ind.nl:
+            if post.depth > 0:
+                return post  # inside brackets: dropped
+            column = self._column(text)
+            return None if column is None else self._newline(post, column)
+        depth = post.depth
+        if name in ind.open:
+            depth += 1
+        elif name in ind.close:
+            if depth == 0:
+                return None
+            depth -= 1
+        return PostState(post.seq + (name,), depth, post.stack)
+
+    def _column(self, text: bytes) -> Optional[int]:
+        """Column of a newline lexeme: spaces plus tab_len * tabs after its last newline;
+        None (rejected) without a newline, or at max_column and beyond."""
+        ind = self.indenter
+        assert ind is not None
+        if b"\n" not in text:
+            return None
+        last = text.rsplit(b"\n", 1)[1]
+        column = last.count(b" ") + ind.tab_len * last.count(b"\t")
+        return column if column < ind.max_column else None
+
+    def _newline(self, post: PostState, column: int) -> Optional[PostState]:
+        """A newline at depth 0 with ``column``: NL, then INDENT or DEDENTs; None on a bad dedent."""
+        ind = self.indenter
+        assert ind is not None
+        seq, stack = post.seq + (ind.nl,), post.stack
+        if column > stack[-1]:
+            return PostState(seq + (ind.indent,), 0, stack + (column,))
+        while column < stack[-1]:
+            stack = stack[:-1]
+            seq = seq + (ind.dedent,)
+        if column != stack[-1]:
+            return None
+        return PostState(seq, 0, stack)
+
+    def _end_seq(self, post: PostState) -> tuple[str, ...]:
+        """The parser's terminals at the end of input: one DEDENT per open indentation level."""
+        if self.indenter is None:
+            return post.seq
+        return post.seq + (self.indenter.dedent,) * (len(post.stack) - 1)
+
+    def _nl_columns(self, cur: bytes) -> frozenset[int]:
+        """Columns (< max_column) of the newline lexemes that complete ``cur``.
+
+        Enumerated: ``cur + bridge + ws`` for each bridge in ``_NL_BRIDGES`` ("", a newline, or
+        a closer of a comment or string alternative then a newline) and each run ``ws`` of
+        spaces and tabs (spaces first or tabs first) of column < max_column, keeping the
+        lexemes of the newline terminal that hold a newline. A column only depends on the
+        spaces and tabs after the last newline, so this is exact whenever every column that
+        some completion reaches is reached by one of these. It is for newline terminals made of
+        ``\\r?\\n[\\t ]*`` runs and one-line comments (``#...``, ``//...``): there ``cur +
+        "\\n" + ws`` (``cur + "/\\n" + ws`` after a lone ``/``) is a lexeme for every ``ws``,
+        so every column below max_column is reached. A newline terminal with other
+        alternatives may need more bridges; a missing one only makes this checker stricter.
         """
-        ignore = self.ignore
-        return tuple(name for name, _ in lexemes if name not in ignore)
+        found = self._nl_cols.get(cur)
+        if found is None:
+            term, cols = self._nl_term, set()
+            for bridge in _NL_BRIDGES:
+                head = cur + bridge
+                if bridge and not term.alive(head):
+                    continue
+                for ws in self._ws_runs:
+                    text = head + ws
+                    column = self._column(text)
+                    if column is not None and column not in cols and term.complete(text):
+                        cols.add(column)
+            found = self._nl_cols[cur] = frozenset(cols)
+        return found
 
     # -- parser -----------------------------------------------------------------------------------
     def _parser_after(self, seq: tuple[str, ...]):
@@ -662,30 +952,70 @@ class ReferenceChecker:
         return self._eof[seq]
 
     # -- decisions on lexer states -------------------------------------------------------------
-    def state_viable(self, state: Optional[LexState]) -> bool:
+    def _accepted_next(self, post: PostState, name: str, cur: bytes) -> bool:
+        """Is a lexeme of terminal ``name`` growing out of ``cur`` accepted next (or dropped)?"""
+        if name in self.ignore:
+            return True
+        ind = self.indenter
+        if ind is not None:
+            if name == ind.nl:
+                if post.depth > 0:
+                    return True  # dropped inside brackets
+                for column in self._nl_columns(cur):
+                    nxt = self._newline(post, column)
+                    if nxt is not None and self._parser_after(nxt.seq) is not None:
+                        return True
+                return False
+            if name in ind.close and post.depth == 0:
+                return False
+        return self._parser_after(post.seq + (name,)) is not None
+
+    def state_viable(self, state: Optional[LexState], base: Optional[tuple[int, PostState]] = None) -> bool:
+        """The emitted terminals are a parser prefix and (a) ``cur`` is empty, or (b) some
+        terminal alive on ``cur`` is accepted next, or (c) the lexer may backtrack into ``cur``
+        and, with ``cur``'s longest complete proper prefix (given the character after it)
+        emitted and the rest lexed again from scratch, the state is viable. ``base`` = (n, postlexer state after
+        ``state.lexemes[:n]``) only saves recomputing it."""
         if state is None:
             return False
-        seq = self.parser_terminals(state.lexemes)
-        if self._parser_after(seq) is None:
+        post = self._post(state.lexemes, base)
+        if post is None or self._parser_after(post.seq) is None:
             return False
-        if not state.cur:
+        cur = state.cur
+        if not cur:
             return True
         for i in state.alive:
-            name = self.terminals[i].name
-            if name in self.ignore or self._parser_after(seq + (name,)) is not None:
+            if self._accepted_next(post, self.terminals[i].name, cur):
                 return True
-        return False
+        if not self._may_backtrack(cur):
+            return False
+        k, name = self._longest_complete(cur, lambda k: _first_char(cur[k:]), len(cur) - 1)
+        if name is None:
+            return False
+        n = len(state.lexemes)
+        nxt = self.feed(LexState(state.lexemes + ((name, cur[:k]),), b"", self._all), cur[k:])
+        return self.state_viable(nxt, (n, post))
+
+    def _may_backtrack(self, cur: bytes) -> bool:
+        """Can the lexer ever backtrack into ``cur``, i.e. is ``cur`` not complete given some
+        following character? (If it is complete whatever follows, a dead end after it emits
+        ``cur`` itself, never a proper prefix: that case is (b).) Without lookaheads: ``cur`` is
+        not complete."""
+        found = self._backtracks.get(cur)
+        if found is None:
+            if not any(self.terminals[i].analysis.looks_past for i in self._alive_set(self._all, cur)):
+                found = self.winner(cur) is None
+            else:
+                found = any(self.winner(cur, f) is None for f in _FOLLOW_CHARS)
+            self._backtracks[cur] = found
+        return found
 
     def state_complete(self, state: Optional[LexState]) -> bool:
-        if state is None:
+        lexemes = self.flush(state)
+        if lexemes is None:
             return False
-        lexemes = state.lexemes
-        if state.cur:
-            name = self.winner(state.cur)
-            if name is None:
-                return False
-            lexemes = lexemes + ((name, state.cur),)
-        return self.parser_accepts(self.parser_terminals(lexemes))
+        post = self._post(lexemes)
+        return post is not None and self.parser_accepts(self._end_seq(post))
 
     # -- public API -------------------------------------------------------------------------------
     def viable(self, prefix: bytes) -> bool:
@@ -700,9 +1030,13 @@ class ReferenceChecker:
         """``[t is not None and t != b"" and viable(prefix + t) for t in token_bytes]``,
         lexing ``prefix`` once."""
         state = self.lex_state(prefix)
-        if state is None or not self.state_viable(state):
+        post = None if state is None else self._post(state.lexemes)
+        if state is None or post is None:
+            return [False] * len(token_bytes)
+        base = (len(state.lexemes), post)
+        if not self.state_viable(state, base):
             return [False] * len(token_bytes)  # viability is prefix-closed
-        return [bool(tok) and self.state_viable(self.feed(state, tok)) for tok in token_bytes]
+        return [bool(tok) and self.state_viable(self.feed(state, tok), base) for tok in token_bytes]
 
 
 def _copy(ip):

@@ -491,3 +491,331 @@ def test_walk_allowed_matches_viable_and_admits_the_document():
     assert prefix == doc
     assert ref.complete(prefix)
     assert lark_parses(JSON_GRAMMAR, WALK_DOC)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lexing with backtracking (true maximal munch): when the current lexeme dies, the longest
+# prefix of it that is complete (given the character after it) is emitted and the rest re-lexed.
+
+# The newline terminal also takes a raw docstring, so "\n    r" is alive (a prefix of
+# "\n    r'''...'''") although "\n    return" must lex as _NL("\n    ") RETURN.
+DOCSTRING_NL = r"""
+start: (_NL | stmt)*
+stmt: "return" NAME? _NL | NAME _NL
+NAME: /[a-z]+/
+_NL: (/(\r?\n[\t ]*)+/ | /r'''[^']*'''/)+
+%ignore " "
+"""
+
+
+def test_backtracking_splits_a_newline_before_a_keyword():
+    ref = ReferenceChecker(DOCSTRING_NL)
+    assert ref.lex(b"x\n    r") == (["NAME"], b"\n    r")  # still a possible docstring
+    assert ref.viable(b"x\n    r")
+    assert ref.lex(b"x\n    r'") == (["NAME"], b"\n    r'")
+    # "\n    re" is alive for nothing: back to "\n    " (complete), then "re" lexed again.
+    assert ref.lex(b"x\n    re") == (["NAME", "_NL"], b"re")
+    assert ref.lex(b"x\n    return y") == (["NAME", "_NL", "RETURN"], b"y")
+    assert ref.lex(b"x\n    r y") == (["NAME", "_NL", "NAME"], b"y")  # "r" is a NAME
+    assert ref.complete(b"x\n    return y\n")
+    assert ref.complete(b"x\n    r'''doc'''\nreturn\n")
+    assert not ref.complete(b"x\n    r'''doc")
+    assert ref.allowed(b"x\n    r", [b"eturn\n", b"'''a'''\n", b"x\n", b" ", b"!"]) == [True, True, True, True, False]
+    assert ref.complete(b"x\n    r\n") and not ref.complete(b"x\n    r y\n")
+    for text in ["x\n    return y\n", "x\n    r'''doc'''\nreturn\n", "x\n    r\n"]:
+        assert lark_parses(DOCSTRING_NL, text), text
+
+
+QUANTITY = r"""
+start: expr
+expr: term ("+" term)*
+term: NUMBER NAME? | NAME
+NUMBER: /[0-9]+(e[+-]?[0-9]+)?/
+NAME: /[a-z]+/
+%ignore " "
+"""
+
+
+def test_backtracking_two_bytes_in_an_exponent():
+    ref = ReferenceChecker(QUANTITY)
+    # "1e+" is alive (a prefix of "1e+2"); "x" kills it: "1e+" and "1e" are not numbers,
+    # "1" is: emit it and lex "e+x" again -> NAME("e"), PLUS, then "x".
+    assert ref.lex(b"1e+") == ([], b"1e+")
+    assert ref.lex(b"1e+x") == (["NUMBER", "NAME", "PLUS"], b"x")
+    assert ref.lex(b"1e+2") == ([], b"1e+2")
+    assert ref.lex_complete(b"1e+2") == ["NUMBER"]
+    assert ref.lex_complete(b"1e+x") == ["NUMBER", "NAME", "PLUS", "NAME"]
+    assert ref.complete(b"1e+x") and ref.complete(b"1e+2") and ref.complete(b"1e")
+    assert ref.viable(b"1e+") and not ref.complete(b"1e+")  # at the end: NUMBER NAME PLUS
+    assert ref.allowed(b"1e", [b"+x", b"+2", b"+ ", b"++", b"x"]) == [True, True, True, False, True]
+    for text in ["1e+x", "1e+2", "1e"]:
+        assert lark_parses(QUANTITY, text), text
+    tokens = [t.type for t in Lark(QUANTITY, parser="lalr", lexer="basic").lex("1e+x")]
+    assert tokens == ["NUMBER", "NAME", "PLUS", "NAME"]
+
+
+SHORT_LONG = r"""
+start: A B* | "x" ABC
+A: "a"
+B: "b"
+ABC: /ab+c/
+"""
+
+
+def test_backtracking_at_the_end_of_input_and_in_viability():
+    ref = ReferenceChecker(SHORT_LONG)
+    # "abb" is alive only as a prefix of ABC; at the end it backtracks to "a", then "b", "b".
+    assert ref.lex(b"abb") == ([], b"abb")
+    assert ref.lex_complete(b"abb") == ["A", "B", "B"]
+    assert ref.complete(b"abb") and ref.complete(b"ab") and ref.complete(b"a")
+    # Viable by (c): ABC is not accepted first, but "ab" may still end as A B.
+    assert ref.viable(b"ab") and ref.viable(b"abbb")
+    assert ref.lex(b"abba") == (["A", "B", "B"], b"a")  # backtrack of two bytes while lexing
+    assert not ref.viable(b"abba")  # A after B
+    assert not ref.viable(b"abbc")  # a complete ABC lexeme: never A B B C
+    assert not ref.viable(b"abc")
+    assert ref.complete(b"xabbc") and ref.lex_complete(b"xabbc") == ["X", "ABC"]
+    assert ref.viable(b"xab") and not ref.complete(b"xab")  # at the end: X A B
+    assert ref.allowed(b"", [b"a", b"ab", b"abc", b"xabc", b"abba", b"abbbb"]) == [True, True, False, True, False, True]
+    for text in ["abb", "ab", "xabbc"]:
+        assert lark_parses(SHORT_LONG, text), text
+    assert not lark_parses(SHORT_LONG, "xab")
+
+
+def test_no_backtracking_into_a_complete_lexeme():
+    # "thend" is a complete NAME whatever follows: the lexer never splits it into THEN + "d".
+    ref = ReferenceChecker(KEYWORDS.replace('stmt: IF NAME ";"', 'stmt: IF NAME THEN NAME ";"') + 'THEN: "then"\n')
+    assert ref.viable(b"if x then")
+    assert ref.viable(b"if x then d")
+    assert not ref.viable(b"if x thend")
+    assert ref.complete(b"if x then d;")
+
+
+GUARDED = r"""
+start: (STRING | LONG | NAME)*
+STRING: /"(?!"").*?"/
+LONG: /'''.*?'''/
+NAME: /[a-z]+/
+%ignore " "
+""".replace("'''", '"""')
+GUARDED_SHORT = r"""
+start: (STRING | NAME)*
+STRING: /"(?!"").*?"/
+NAME: /[a-z]+/
+%ignore " "
+"""
+
+
+def test_completeness_given_the_following_character():
+    ref = ReferenceChecker(GUARDED_SHORT)
+    (string,) = [t for t in ref.terminals if t.name == "STRING"]
+    # '""' is a STRING before "x", a space or the end, not before '"' (the lookahead sees '""').
+    assert string.complete(b'""')
+    assert string.complete_given(b'""', "x") and string.complete_given(b'""', " ")
+    assert not string.complete_given(b'""', '"')
+    assert string.complete_given(b'"a"', '"')  # the lookahead is only after the first quote
+    assert ref.lex(b'""x') == (["STRING"], b"x")
+    assert ref.complete(b'""') and ref.complete(b'"" ""')
+    # '"""': no STRING is alive on it, and '""' is no STRING before '"' either: dead.
+    assert not ref.viable(b'"""')
+    assert ref.viable(b'"" "') and ref.allowed(b'""', [b'"', b' "', b"x", b'a"']) == [False, True, True, True]
+    assert ref.lex(b'"a"""') == (["STRING"], b'""')
+    for text in ['""x', '""', '"a"""']:
+        assert lark_parses(GUARDED_SHORT, text), text
+    assert not lark_parses(GUARDED_SHORT, '"""')
+
+    long = ReferenceChecker(GUARDED)
+    assert long.viable(b'"""') and not long.complete(b'"""')  # a LONG string opens
+    assert long.complete(b'"""a"""') and long.lex_complete(b'"""a"""') == ["LONG"]
+    assert long.lex_complete(b'""x') == ["STRING", "NAME"]
+    assert long.lex_complete(b'"""x""""') is None  # LONG '"""x"""', then '"' alone
+    assert lark_parses(GUARDED, '"""a"""') and lark_parses(GUARDED, '""x')
+
+
+# ---------------------------------------------------------------------------------------------
+# The indenter postlexer (Lark's lark.indenter.Indenter, made exact, with a column limit)
+
+INDENTED = r"""
+start: (_NL | stmt)*
+stmt: simple _NL | "if" NAME ":" suite
+suite: _NL _INDENT stmt+ _DEDENT
+?simple: NAME | call
+call: NAME "(" [arg ("," arg)*] ")"
+?arg: atom ("/" atom)*
+?atom: NAME | call
+NAME: /[a-z]+/
+_NL: (/(\r?\n[\t ]*)+/ | /\/\/[^\n]*/)+
+%ignore /[\t ]+/
+%declare _INDENT _DEDENT
+"""
+INDENT_OPTIONS = dict(nl="_NL", open=("LPAR",), close=("RPAR",), tab_len=8, max_column=12)
+
+
+def indented() -> ReferenceChecker:
+    return ReferenceChecker(INDENTED, indenter=INDENT_OPTIONS)
+
+
+def lark_indented():
+    from lark.indenter import Indenter
+
+    class TestIndenter(Indenter):
+        NL_type = "_NL"
+        OPEN_PAREN_types = ["LPAR"]
+        CLOSE_PAREN_types = ["RPAR"]
+        INDENT_type = "_INDENT"
+        DEDENT_type = "_DEDENT"
+        tab_len = 8
+
+    return Lark(INDENTED, parser="lalr", lexer="basic", postlex=TestIndenter())
+
+
+def lark_indented_parses(parser, text: str) -> bool:
+    try:
+        parser.parse(text)
+    except Exception:  # noqa: BLE001 - the Indenter fails with IndexError/AssertionError too
+        return False
+    return True
+
+
+NL, IND, DED = "_NL", "_INDENT", "_DEDENT"
+
+
+def test_indent_and_dedent_several_levels_at_once():
+    ref = indented()
+    text = b"if a:\n  if b:\n    if c:\n      d\ne\n"
+    assert ref.lex_complete(text) == [
+        "IF", "NAME", "COLON", NL, IND,
+        "IF", "NAME", "COLON", NL, IND,
+        "IF", "NAME", "COLON", NL, IND,
+        "NAME", NL, DED, DED, DED,
+        "NAME", NL,
+    ]  # fmt: skip
+    assert ref.complete(text)
+    assert ref.lex(b"if a:\n  b\n  c") == (["IF", "NAME", "COLON", NL, IND, "NAME", NL], b"c")
+    # Two levels back at once, to the middle one.
+    assert ref.complete(b"if a:\n  if b:\n    if c:\n      d\n  e\n")
+
+
+def test_bad_dedent_is_rejected():
+    ref = indented()
+    prefix = b"if a:\n  if b:\n    c\n "  # column 1 so far: may still grow or break again
+    assert ref.viable(prefix)
+    # "d" at column 1 matches no level; column 2 and 4 do; a new line may start over.
+    assert ref.allowed(prefix, [b"d", b" d", b"   d", b"\nd", b"  \n    d"]) == [False, True, True, True, True]
+    assert not ref.viable(b"if a:\n  if b:\n    c\n d")
+    assert not ref.complete(b"if a:\n  if b:\n    c\n d\n")
+    assert not ref.viable(b"if a:\n  b\n    c")  # an indent where no block opens
+
+
+def test_brackets_span_lines_and_hide_newlines():
+    ref = indented()
+    assert ref.lex_complete(b"f(a,\n   b)\n") == ["NAME", "LPAR", "NAME", "COMMA", "NAME", "RPAR", NL]
+    assert ref.complete(b"f(a,\n" + b" " * 20 + b"b)\n")  # no column inside brackets, no limit
+    assert ref.complete(b"f(a // comment\n , g(b\n))\n")
+    assert ref.complete(b"if a:\n  f(\nb)\n  c\n")  # the "\n" at depth 1 sets no column
+    assert ref.viable(b"f(a,\n")
+    assert ref.viable(b"f(a\n /")  # "\n /" may still become a comment: dropped anyway
+    assert ref.lex(b"f(a\n /b") == (["NAME", "LPAR", "NAME", "SLASH"], b"b")  # backtracked
+    assert ref.complete(b"f(a\n /b)\n")
+    # At depth 0 "\n/" may still be a comment, but "\n/b" is NL then "/", which no statement takes.
+    assert ref.viable(b"a\n/")
+    assert not ref.viable(b"a\n/b")
+    assert not ref.viable(b")") and not ref.viable(b"f(a))")  # a close at depth 0
+
+
+def test_dedents_at_the_end_of_input():
+    ref = indented()
+    assert ref.lex_complete(b"if a:\n  if b:\n    c\n") == [
+        "IF", "NAME", "COLON", NL, IND, "IF", "NAME", "COLON", NL, IND, "NAME", NL, DED, DED,
+    ]  # fmt: skip
+    assert ref.complete(b"if a:\n  if b:\n    c\n")
+    assert ref.complete(b"if a:\n  b\n")
+    assert not ref.complete(b"if a:\n  b")  # the statement needs its newline
+    assert not ref.complete(b"if a:\n")
+    assert ref.complete(b"if a:\n  b\n\n\n")
+
+
+def test_column_limit_and_tabs():
+    ref = indented()  # max_column = 12, tab = 8 columns
+    assert ref.complete(b"if a:\n" + b" " * 11 + b"b\n")
+    assert not ref.complete(b"if a:\n" + b" " * 12 + b"b\n")
+    assert ref.complete(b"if a:\n\t   b\n")  # 8 + 3 = 11
+    assert not ref.complete(b"if a:\n\t    b\n")  # 8 + 4 = 12
+    assert ref.complete(b"if a:\n  \tb\n")  # spaces before a tab count too: 10
+    assert ref.allowed(b"if a:\n" + b" " * 11, [b"b", b" b", b"\n b"]) == [True, False, True]
+    # At column 12 the newline lexeme can still go on to another line.
+    assert ref.allowed(b"if a:\n  b\n\t    ", [b"c", b"\n  c", b"\nc\n"]) == [False, True, True]
+    parser = lark_indented()  # Lark's Indenter has no limit
+    assert lark_indented_parses(parser, "if a:\n" + " " * 12 + "b\n")
+
+
+def test_newline_lexeme_without_a_newline_is_rejected():
+    ref = indented()
+    # "// c" at the end is a _NL lexeme with no "\n": Lark's Indenter fails on it (IndexError).
+    assert ref.viable(b"a // c")
+    assert not ref.complete(b"a // c")
+    assert ref.complete(b"a // c\n")
+    assert ref.complete(b"a\n// c\nb\n")  # the comment line is inside one _NL lexeme
+    parser = lark_indented()
+    assert not lark_indented_parses(parser, "a // c")
+    assert lark_indented_parses(parser, "a // c\n")
+
+
+def test_spaces_anywhere_on_the_last_line_count():
+    ref = indented()
+    # The last line of "\n  // c" is "  // c": three spaces, so column 3 (Lark counts them all).
+    assert ref.lex_complete(b"if a:\n  b\n  // c") == [
+        "IF", "NAME", "COLON", NL, IND, "NAME", NL, IND, DED, DED,
+    ]  # fmt: skip
+    assert not ref.complete(b"if a:\n  b\n  // c")
+    assert ref.complete(b"if a:\n  b\n  //c")  # column 2
+    parser = lark_indented()
+    assert not lark_indented_parses(parser, "if a:\n  b\n  // c")
+    assert lark_indented_parses(parser, "if a:\n  b\n  //c")
+
+
+def test_partial_newline_lexeme_viability():
+    ref = indented()
+    assert ref.viable(b"if a:\n")  # some column above 0 will open the block
+    assert not ref.viable(b"if\n")  # no newline is accepted after "if"
+    assert ref.viable(b"a\n  ")  # "\n  " alone would indent, "\n  \n" would not
+    assert not ref.viable(b"a\n  b")
+    assert ref.viable(b"f(\n  ")  # dropped inside brackets
+    assert ref.viable(b"a //")
+
+
+# Hand-written inputs for the cross-check with Lark (columns below 12: Lark has no limit).
+INDENTED_INPUTS = [
+    "", "\n", "a\n", "a", "a\nb\n", "\n\na\n\n", "  a\n", "a\n  b\n",
+    "if a:\n  b\n", "if a:\n  b\n  c\nd\n", "if a:\nb\n", "if a:\n  b\n c\n", "if a:\n  b\n    c\n",
+    "if a:\n  if b:\n    c\nd\n", "if a:\n  if b:\n    c\n  d\n", "if a:\n  if b:\n    c\n   d\n",
+    "if a:\n\tb\n", "if a:\n\tb\n        c\n", "if a:\n\tb\n       c\n", "if a:\n \tb\n",
+    "f()\n", "f(a)\n", "f(a, b)\n", "f(a,\n b)\n", "f(\na\n,\nb\n)\n", "f(a\n", "f(a))\n", ")\n",
+    "f(g(a), h(b / c))\n", "f(a / b /\n c)\n", "if a:\n  f(b,\nc)\n  d\n", "if a:\n  f(b,\nc)\nd\n",
+    "a // c\n", "a // c", "// c\n", "// c", "a\n// c\n", "if a:\n  b\n  // c\n  d\n",
+    "if a:\n  b\n// c\nd\n", "if a:\n  b\n  //c", "if a:\n  b\n  // c", "f(a // c\n)\n",
+    "a\r\n", "if a:\r\n  b\r\n", "iff\n", "if if:\n  a\n", "if a: b\n", "if a:\n  b\n\n  c\n",
+    "a\n  \nb\n", "a  \nb\n", "if a :\n  b\n", "f (a)\n", "a\n/b\n", "f(a\n/b)\n", "f(a\n//b\n)\n",
+]
+
+
+def test_complete_agrees_with_lark_and_its_indenter():
+    ref = indented()
+    parser = lark_indented()
+    for text in INDENTED_INPUTS:
+        data = text.encode()
+        assert ref.complete(data) == lark_indented_parses(parser, text), text
+        if ref.complete(data):  # the same terminals, INDENT/DEDENT included
+            assert ref.lex_complete(data) == [t.type for t in parser.lex(text)], text
+    # Both outcomes occur.
+    outcomes = {ref.complete(t.encode()) for t in INDENTED_INPUTS}
+    assert outcomes == {True, False}
+
+
+def test_indenter_options_are_checked():
+    with pytest.raises(TypeError):
+        ReferenceChecker(INDENTED, indenter=dict(INDENT_OPTIONS, colour="red"))
+    with pytest.raises(ValueError):
+        ReferenceChecker(INDENTED, indenter=dict(INDENT_OPTIONS, nl="_NEWLINE"))
+    with pytest.raises(KeyError):
+        ReferenceChecker(INDENTED, indenter=dict(nl="_NL"))
