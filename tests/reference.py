@@ -897,8 +897,26 @@ class ReferenceChecker:
         "\\n" + ws`` (``cur + "/\\n" + ws`` after a lone ``/``) is a lexeme for every ``ws``,
         so every column below max_column is reached. A newline terminal with other
         alternatives may need more bridges; a missing one only makes this checker stricter.
+        A trailing partial UTF-8 character is first completed with the first few code points
+        that keep the terminal alive (inside a comment every character is as good as another).
         """
         found = self._nl_cols.get(cur)
+        if found is None and (_split_utf8(cur) or ("", b""))[1]:
+            # A trailing partial character: complete it first, with the first few code points
+            # that keep the terminal alive (comments take any character, so one would do).
+            tail = _split_utf8(cur)[1]  # type: ignore[index]
+            term, cols, tried = self._nl_term, set(), 0
+            for lo, hi in _tail_ranges(tail):
+                for cp in range(lo, hi + 1):
+                    full = cur[: len(cur) - len(tail)] + chr(cp).encode()
+                    if term.alive(full):
+                        cols |= self._nl_columns(full)
+                        tried += 1
+                        if tried >= 4:
+                            break
+                if tried >= 4:
+                    break
+            found = self._nl_cols[cur] = frozenset(cols)
         if found is None:
             term, cols = self._nl_term, set()
             for bridge in _NL_BRIDGES:

@@ -782,6 +782,10 @@ def test_partial_newline_lexeme_viability():
     assert not ref.viable(b"a\n  b")
     assert ref.viable(b"f(\n  ")  # dropped inside brackets
     assert ref.viable(b"a //")
+    # A comment ending in a partial character still completes into a newline lexeme.
+    assert ref.viable(b"a //\xc3") and ref.viable(b"a //\xf0\x9f")
+    assert not ref.viable(b"a //\xc3\n")  # "\n" cannot continue that character
+    assert ref.complete("a //é\n".encode()) and not ref.complete(b"a //\xc3")
 
 
 # Hand-written inputs for the cross-check with Lark (columns below 12: Lark has no limit).
