@@ -5,6 +5,7 @@ from .compiled import CompiledGrammar, compile
 from .errors import (
     ArtifactError,
     GrammarError,
+    GrammarWarning,
     GreatGrammaError,
     ResourceLimitError,
     TokenizerError,
@@ -12,6 +13,7 @@ from .errors import (
     UnsupportedRegexError,
 )
 from .grammar import Grammar
+from .indenter import Indenter
 from .masker import Masker, State
 from .vocab import Vocabulary
 
@@ -22,7 +24,9 @@ __all__ = [
     "CompiledGrammar",
     "Grammar",
     "GrammarError",
+    "GrammarWarning",
     "GreatGrammaError",
+    "Indenter",
     "Masker",
     "ResourceLimitError",
     "State",

@@ -67,6 +67,10 @@ class UnsupportedRegexError(_RestoredByState, GrammarError):
         self.pattern = pattern
 
 
+class GrammarWarning(UserWarning):
+    """Something in the grammar is probably not what its author meant, but Lark accepts it too."""
+
+
 class TokenizerError(GreatGrammaError, ValueError):
     """The tokenizer file or object cannot be turned into a vocabulary."""
 

@@ -1,13 +1,20 @@
 """The grammar's terminals as one minimal byte-level DFA whose accepting states name the winning terminal.
 
-Paper section 3.1: the lexing automaton. The lexing transducer that runs on it (maximal munch,
-one byte of lookahead) is :meth:`LexerDFA.feed`: when a byte has no live transition, the
-current lexeme ends (it must be accepting) and the byte starts the next one from ``start``.
+Paper section 3.1: the lexing automaton. The lexing transducer that runs on it is
+:meth:`LexerDFA.feed`: maximal munch. When a byte has no live transition, the lexeme ends
+where it last could end (with one byte of lookahead for guards such as ``(?!"")``) and the
+bytes after that point are lexed again from ``start``, as Python's ``re`` does inside Lark.
+
+Backtracking is bounded: the engine remembers the last accepting point (a *fallback*) only
+while the lexeme can still die on valid UTF-8 before it can end again (``risky`` states), so
+the bytes since that point stay short. A lexer state is then either a DFA state ``q < Q`` or
+an *extended* state ``Q + e``: DFA state, fallback terminal and the pending bytes after it.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +36,7 @@ class TerminalSpec:
     max_width: int
     value_len: int
     ignored: bool
+    column: int | None = None  # indenter: this copy of the newline terminal ends at that column
 
     @property
     def display(self) -> str:
@@ -42,9 +50,34 @@ class TerminalSpec:
         return (-self.priority, 0 if self.is_string else 1, -self.max_width, -self.value_len, self.name)
 
 
+MAX_BACKTRACK = 64  # bytes a lexeme may run past its last possible end and still back up to it
+
+_UTF8_NEXT = np.full((8, 256), -1, dtype=np.int8)  # decoder state x byte -> decoder state (-1: invalid)
+_UTF8_NEXT[0, 0x00:0x80] = 0
+_UTF8_NEXT[0, 0xC2:0xE0] = 1
+_UTF8_NEXT[0, 0xE0] = 4
+_UTF8_NEXT[0, 0xE1:0xED] = 2
+_UTF8_NEXT[0, 0xED] = 5
+_UTF8_NEXT[0, 0xEE:0xF0] = 2
+_UTF8_NEXT[0, 0xF0] = 6
+_UTF8_NEXT[0, 0xF1:0xF4] = 3
+_UTF8_NEXT[0, 0xF4] = 7
+_UTF8_NEXT[1, 0x80:0xC0] = 0
+_UTF8_NEXT[2, 0x80:0xC0] = 1
+_UTF8_NEXT[3, 0x80:0xC0] = 2
+_UTF8_NEXT[4, 0xA0:0xC0] = 1
+_UTF8_NEXT[5, 0x80:0xA0] = 1
+_UTF8_NEXT[6, 0x90:0xC0] = 2
+_UTF8_NEXT[7, 0x80:0x90] = 2
+
+
 @dataclass(frozen=True, eq=False)
 class LexerDFA:
-    """Minimal DFA over bytes for the union of all terminals; state 0 is the start."""
+    """Minimal DFA over bytes for the union of all terminals; state 0 is the start.
+
+    The backtracking tables (``risky``, extended states) are derived from the arrays on
+    construction, so a lexer read back from an artifact has them too.
+    """
 
     delta: np.ndarray  # int32[Q, 256], DEAD where no live transition
     accept: np.ndarray  # int32[Q], terminal the lexeme ends as at the end of input, or DEAD
@@ -52,26 +85,146 @@ class LexerDFA:
     terminals: tuple[TerminalSpec, ...]
     accept_next: np.ndarray  # int32[Q, 256], terminal the lexeme ends as when byte b follows (lookahead)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "risky", _risky_states(self.delta, self.accept_next))
+        object.__setattr__(self, "_ext", [])  # extended states: (DFA state, fallback terminal, pending bytes)
+        object.__setattr__(self, "_ext_index", {})
+        object.__setattr__(self, "_relex", {})
+        object.__setattr__(self, "_lock", threading.Lock())
+
     @property
     def num_states(self) -> int:
+        """DFA states (extended states are numbered after them)."""
         return int(self.delta.shape[0])
+
+    @property
+    def num_lexer_states(self) -> int:
+        """DFA states plus the extended (fallback-carrying) states met so far."""
+        return self.num_states + len(self._ext)
+
+    def base(self, state: int) -> int:
+        """The DFA state of a lexer state."""
+        return state if state < self.num_states else self._ext[state - self.num_states][0]
+
+    def fallback(self, state: int) -> tuple[int, bytes]:
+        """(terminal the lexeme backs up to, bytes after that point), or (DEAD, b"")."""
+        if state < self.num_states:
+            return DEAD, b""
+        _, term, pending = self._ext[state - self.num_states]
+        return term, pending
+
+    def extended(self, q: int, term: int, pending: bytes) -> int:
+        """The lexer state for DFA state q with a fallback (q itself when it needs none).
+
+        Extended states are numbered as they are met. A fallback more than MAX_BACKTRACK
+        bytes back is forgotten (documented limit: such a lexeme then fails where Lark would
+        back up; no grammar in the benchmark needs it except for runs of leading zeros).
+        """
+        if term == DEAD or not self.risky[q] or len(pending) > MAX_BACKTRACK:
+            return q
+        key = (q, term, pending)
+        got = self._ext_index.get(key)
+        if got is None:
+            with self._lock:
+                got = self._ext_index.get(key)
+                if got is None:
+                    got = self._ext_index[key] = self.num_states + len(self._ext)
+                    self._ext.append(key)
+        return got
+
+    def relexed(self, state: int) -> tuple[tuple[int, ...], int]:
+        """For an extended state: what backing up does (terminals emitted after the fallback
+        terminal when its pending bytes are lexed again, and the state they end in; DEAD if
+        they die)."""
+        got = self._relex.get(state)
+        if got is None:
+            ran = self.feed(0, self.fallback(state)[1])
+            got = self._relex[state] = (tuple(ran[0]), ran[1]) if ran else ((), DEAD)
+        return got
 
     def feed(self, state: int, data: bytes) -> tuple[list[int], int] | None:
         """Run the lexing transducer: (terminals emitted, end state), or None at a dead end."""
-        delta, accept_next = self.delta, self.accept_next
+        delta, accept_next, risky = self.delta, self.accept_next, self.risky
+        q = self.base(state)
+        fb, pending = self.fallback(state)
         out: list[int] = []
-        for b in data:
-            nxt = delta[state, b]
-            if nxt == DEAD:
-                term = accept_next[state, b]
-                if term == DEAD:
+        i = 0
+        while i < len(data):
+            b = data[i]
+            nxt, here = int(delta[q, b]), int(accept_next[q, b])
+            if nxt != DEAD:
+                if here != DEAD:
+                    fb, pending = here, b""
+                if fb != DEAD:
+                    if risky[nxt]:
+                        pending += data[i : i + 1]
+                    else:
+                        fb, pending = DEAD, b""
+                q = nxt
+                i += 1
+            elif here != DEAD:  # the lexeme ends before b; b starts the next one
+                out.append(here)
+                q, fb, pending = 0, DEAD, b""
+                if delta[0, b] == DEAD:
                     return None
-                out.append(int(term))
-                nxt = delta[0, b]
-                if nxt == DEAD:
-                    return None
-            state = int(nxt)
-        return out, state
+            elif fb != DEAD:  # back up to the last accepting point and lex the rest again
+                out.append(fb)
+                data, i = pending + data[i:], 0
+                q, fb, pending = 0, DEAD, b""
+            else:
+                return None
+        return out, self.extended(q, fb, pending)
+
+    def finish(self, state: int) -> list[int] | None:
+        """Terminals emitted at the end of input from ``state`` (backing up if needed), or None."""
+        q = self.base(state)
+        if q == 0:
+            return []
+        if self.accept[q] != DEAD:
+            return [int(self.accept[q])]
+        fb, pending = self.fallback(state)
+        if fb == DEAD:
+            return None
+        ran = self.feed(0, pending)
+        if ran is None:
+            return None
+        rest = self.finish(ran[1])
+        return None if rest is None else [fb, *ran[0], *rest]
+
+
+def _utf8_valid(delta: np.ndarray) -> np.ndarray:
+    """bool[Q, 256]: bytes that keep the text a valid UTF-8 prefix (all bytes where unsure)."""
+    n = delta.shape[0]
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[0] = 0
+    mixed = np.zeros(n, dtype=bool)
+    todo = [0]
+    while todo:
+        s = todo.pop()
+        u = int(pos[s])
+        for b in np.nonzero(delta[s] != DEAD)[0].tolist():
+            t, nu = int(delta[s, b]), int(_UTF8_NEXT[u, b]) if u >= 0 else -1
+            if pos[t] == -1 and not mixed[t] and t != 0:
+                pos[t] = nu
+                todo.append(t)
+            elif pos[t] != nu:
+                mixed[t] = True
+    valid = _UTF8_NEXT[np.maximum(pos, 0)] >= 0
+    valid[mixed | (pos < 0)] = True
+    return valid
+
+
+def _risky_states(delta: np.ndarray, accept_next: np.ndarray) -> np.ndarray:
+    """bool[Q]: a lexeme in this state can die on valid UTF-8 before it can end again."""
+    go = _utf8_valid(delta) & (accept_next == DEAD)
+    dies = (go & (delta == DEAD)).any(axis=1)
+    cont = go & (delta != DEAD)
+    risky = dies
+    while True:
+        new = dies | (cont & risky[np.maximum(delta, 0)]).any(axis=1)
+        if np.array_equal(new, risky):
+            return risky
+        risky = new
 
 
 # ---------------------------------------------------------------- construction
@@ -260,8 +413,12 @@ def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int) -> np
         prod = new
 
 
-def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000) -> LexerDFA:
-    """Compile all terminals into one minimal byte DFA (ties broken as Lark's basic lexer breaks them)."""
+def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000, indenter=None) -> LexerDFA:
+    """Compile all terminals into one minimal byte DFA (ties broken as Lark's basic lexer breaks them).
+
+    With an ``indenter`` the newline terminal is split by indentation column
+    (:func:`greatgramma.indenter.split_columns`).
+    """
     nfas = [compile_regex(t.name, t.pattern) for t in terminals]
     class_of_byte, parts = _byte_classes(nfas)
     per_term = []
@@ -313,5 +470,17 @@ def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000) -> L
         np.array(rows, dtype=np.int32), np.array(accept, dtype=np.int32), np.array(accept_next, dtype=np.int32)
     )
     delta = trans[:, class_of_byte]
+    terminals = list(terminals)
+    if indenter is not None:
+        from .indenter import column_terminals, split_columns
+
+        nl = next((i for i, t in enumerate(terminals) if t.name == indenter.nl), None)
+        if nl is None or terminals[nl].ignored:
+            raise GrammarError(
+                f"the indenter's newline terminal {indenter.nl} is not a terminal of the grammar"
+                + (" (it is %ignore'd)" if nl is not None else "")
+            )
+        delta, acc, acc_next = _minimize(*split_columns(delta, acc, acc_next, nl, len(terminals), indenter))
+        terminals += column_terminals(terminals, nl, indenter)
     prod = _producible(delta, acc, len(terminals))
     return LexerDFA(np.ascontiguousarray(delta), acc, prod, tuple(terminals), acc_next)

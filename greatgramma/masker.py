@@ -23,12 +23,12 @@ from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
 from .lexer import DEAD
 from .parser import DEPENDS, Stack
-from .transducer import END, NO_TERM
+from .transducer import END, FALLBACK, NO_TERM
 
 
 @dataclass(frozen=True)
 class State:
-    """A decoding state: lexer DFA state of the unfinished lexeme, LALR stack, and whether EOS was fed."""
+    """A decoding state: lexer state of the unfinished lexeme, parser stack, and whether EOS was fed."""
 
     lexer: int
     stack: Stack
@@ -46,14 +46,14 @@ class _SequenceTrie:
     after node n, the child node for T and the rows whose end state can become T.
     """
 
-    def __init__(self, rows: list[tuple[tuple[int, ...], int]], prod_visible: list[list[int]], prod_ignored: list[bool]):
+    def __init__(self, rows: list[tuple[tuple[int, ...], int]], masker: "Masker"):
         self.term: list[int] = [-1]
         self.children: list[list[int]] = [[]]
         free: list[list[int]] = [[]]
         by_term: list[dict[int, list[int]]] = [{}]
         index: dict[tuple[int, int], int] = {}
-        for row, (terms, end) in enumerate(rows):
-            n = 0
+
+        def node(n: int, terms) -> int:
             for t in terms:
                 c = index.get((n, t))
                 if c is None:
@@ -64,11 +64,22 @@ class _SequenceTrie:
                     by_term.append({})
                     self.children[n].append(c)
                 n = c
-            if prod_ignored[end]:
-                free[n].append(row)
-            else:
-                for t in prod_visible[end]:
-                    by_term[n].setdefault(t, []).append(row)
+            return n
+
+        for row, (terms, end) in enumerate(rows):
+            n = node(0, terms)
+            while True:  # the row is viable if its lexeme goes on, or backs up to its fallback
+                q = masker._lexer.base(end)
+                if masker._prod_ignored[q]:
+                    free[n].append(row)
+                else:
+                    for t in masker._prod_visible[q]:
+                        by_term[n].setdefault(t, []).append(row)
+                path = masker._fallback_path(end)
+                if path is None:
+                    break
+                terms, end = path
+                n = node(n, terms)
         self.free = [np.array(r, dtype=np.int64) if r else None for r in free]
         # per node, one entry per terminal to feed: (terminal, child node or -1, rows ending with it or None)
         self.edges: list[list[tuple[int, int, np.ndarray | None]]] = []
@@ -93,13 +104,14 @@ class _LexerView:
     """What the tokens do from one lexer state, as indices into the per-step status vector.
 
     Status layout: for each possible first terminal f (NO_TERM, then terminals), a block of
-    outcome rows (viable after feeding f); then one entry per lexer state (a token that stays
-    inside the current lexeme and ends there); then one always-false entry (dead).
+    outcome rows (viable after feeding f); then one always-false entry (dead); then one entry
+    per lexer state (a token that stays inside the current lexeme and ends there).
     """
 
     code: np.ndarray  # int32[V]
     firsts: tuple[int, ...]  # first terminals that occur (NO_TERM: the lexeme ends as an ignored one)
     end_states: tuple[int, ...]  # lexer states of tokens that stay inside the current lexeme
+    fallback: np.ndarray | None  # packed words: tokens that back up to the state's fallback
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,6 +121,7 @@ class _Block:
     code: np.ndarray  # int32 per string of the byte's range
     firsts: frozenset
     end_states: frozenset
+    fallback: np.ndarray  # string ids (in the byte's range) that back up to the state's fallback
 
 
 class Masker:
@@ -129,9 +142,7 @@ class Masker:
         self._eos = np.array(sorted(set(self._vocab.eos_token_ids)), dtype=np.int64)
         outcomes = self._transducer.outcomes
         self._num_rows = len(outcomes)
-        self._trie = _SequenceTrie(
-            [outcomes.unpack(r) for r in range(self._num_rows)], self._prod_visible, self._prod_ignored
-        )
+        self._trie = _SequenceTrie([outcomes.unpack(r) for r in range(self._num_rows)], self)
         trie = self._transducer.trie
         self._string_of_token = np.full(self._vocab.vocab_size, len(trie), dtype=np.int64)  # len(trie): no string
         self._string_of_token[trie.token_of_string] = np.repeat(
@@ -144,14 +155,14 @@ class Masker:
         self._byte_has_rest0 = np.zeros(256, dtype=bool)  # some string starting with the byte is alive from start
         self._byte_has_rest0[self._first_byte[self._rest0 != DEAD]] = True
         self._ignored_arr = np.array(self._ignored + [False], dtype=bool)  # index -1 (DEAD): not ignored
-        self._end_base = (len(terms) - NO_TERM) * self._num_rows  # status index of "ends in lexer state 0"
-        self._dead_code = self._end_base + self._lexer.num_states
+        self._dead_code = (len(terms) - NO_TERM) * self._num_rows
+        self._end_base = self._dead_code + 1  # status index of "ends in lexer state 0"
         self._splits: dict[tuple[int, Stack], _Split] = {}
         self._split_depth = split_depth
         self._memo_depth = 8
         self._known: dict[tuple[Stack, int], object] = {}
         self._rows: OrderedDict[Stack, np.ndarray] = OrderedDict()
-        self._masks: OrderedDict[tuple[int, Stack], np.ndarray] = OrderedDict()
+        self._masks: OrderedDict[tuple[int, Stack], np.ndarray] = OrderedDict()  # without EOS
         self._cache_size = cache_size
         self._memo_size = 64 * cache_size
         self._lock = threading.Lock()
@@ -160,33 +171,28 @@ class Masker:
     # ------------------------------------------------------------ public API
 
     def initial_state(self) -> State:
-        return State(0, (self._table.start_state,), False, self._id)
+        return State(0, self._table.initial_stack(), False, self._id)
 
     def mask(self, state: State) -> np.ndarray:
         """int32 bitmask of shape (ceil(V/32),): bit t set iff token t is allowed next."""
         self._check(state)
         if state.finished:
             return np.zeros(self._nwords, dtype=np.int32)
-        key = (state.lexer, state.stack)
-        cached = self._masks.get(key)
-        if cached is None:
-            cached = self._compute_mask(state)
-            self._cache_put(self._masks, key, cached)
-        return cached.copy().view(np.int32)
+        words = self._token_words(state.lexer, state.stack).copy()
+        if len(self._eos) and self.is_complete(state):
+            _set_bits(words, self._eos)
+        return words.view(np.int32)
 
     def is_complete(self, state: State) -> bool:
         """Whether the output so far is a complete sentence (EOS allowed)."""
         self._check(state)
         if state.finished:
             return False
-        table = self._table
-        if state.lexer == 0:
-            return table.accepts_end(state.stack)
-        winner = int(self._lexer.accept[state.lexer])
-        if winner == DEAD:
+        terms = self._lexer.finish(state.lexer)
+        if terms is None:
             return False
-        stack = state.stack if self._ignored[winner] else table.feed(state.stack, winner)
-        return stack is not None and table.accepts_end(stack)
+        stack = self._feed_all(state.stack, terms)
+        return stack is not None and self._table.accepts_end(stack)
 
     def advance(self, state: State, token: int) -> State:
         """The state after ``token``; raises TokenRejectedError if the mask does not allow it."""
@@ -207,12 +213,7 @@ class Masker:
         ran = self._lexer.feed(state.lexer, data)
         if ran is not None:
             terms, end = ran
-            stack = state.stack
-            for t in terms:
-                if not self._ignored[t]:
-                    stack = self._table.feed(stack, t)
-                    if stack is None:
-                        break
+            stack = self._feed_all(state.stack, terms)
             if stack is not None and self._end_ok(stack, end):
                 return State(end, stack, False, self._id)
         raise TokenRejectedError(token, data, self.expected(state))
@@ -226,9 +227,10 @@ class Masker:
         terms, table = self._lexer.terminals, self._table
         names: list[str] = []
         stack: Stack | None = state.stack
-        if state.lexer != 0:
-            names += [terms[t].display for t in self._prod_visible[state.lexer] if table.feed(state.stack, t)]
-            winner = int(self._lexer.accept[state.lexer])
+        q = self._lexer.base(state.lexer)
+        if q != 0:
+            names += [terms[t].display for t in self._prod_visible[q] if table.feed(state.stack, t)]
+            winner = int(self._lexer.accept[q])
             if winner == DEAD:
                 return names
             if not self._ignored[winner]:
@@ -248,11 +250,40 @@ class Masker:
         return tb[token] if token < len(tb) else None
 
     def _end_ok(self, stack: Stack, end: int) -> bool:
-        """Some lexeme reachable from lexer state ``end`` keeps the parser alive."""
-        if self._prod_ignored[end]:
+        """Some lexeme reachable from lexer state ``end`` keeps the parser alive (going on, or
+        backing up to the state's fallback and going on from there)."""
+        q = self._lexer.base(end)
+        if self._prod_ignored[q]:
             return True
         feed = self._feed
-        return any(feed(stack, t) is not None for t in self._prod_visible[end])
+        if any(feed(stack, t) is not None for t in self._prod_visible[q]):
+            return True
+        path = self._fallback_path(end)
+        if path is None:
+            return False
+        after = self._feed_all(stack, path[0])
+        return after is not None and self._end_ok(after, path[1])
+
+    def _fallback_path(self, x: int) -> tuple[tuple[int, ...], int] | None:
+        """For an extended state: the parser-visible terminals of backing up (the fallback, then
+        what its pending bytes lex to) and the lexer state after them; None if it has none."""
+        lexer = self._lexer
+        if x < lexer.num_states:
+            return None
+        t, _ = lexer.fallback(x)
+        more, y = lexer.relexed(x)
+        if y == DEAD:
+            return None
+        return tuple(u for u in (t, *more) if not self._ignored[u]), y
+
+    def _feed_all(self, stack: Stack, terms) -> Stack | None:
+        """Feed lexer terminals in order (ignored ones dropped); None once the parser rejects."""
+        for t in terms:
+            if not self._ignored[t]:
+                stack = self._feed(stack, t)
+                if stack is None:
+                    return None
+        return stack
 
     def _feed(self, stack: Stack, term: int) -> Stack | None:
         """``ParseTable.feed``, memoized on the top of the stack that reductions usually touch."""
@@ -280,14 +311,15 @@ class Masker:
             if len(cache) > self._cache_size:
                 cache.popitem(last=False)
 
-    def _view(self, q: int) -> _LexerView:
+    def _view(self, x: int) -> _LexerView:
         """Assembled from per-first-byte blocks shared between lexer states (cheap on first use)."""
-        got = self._views.get(q)
+        got = self._views.get(x)
         if got is not None:
             return got
-        td = self._transducer
+        td, lexer = self._transducer, self._lexer
         n, first_byte, rest0 = self._num_rows, self._first_byte, self._rest0
-        delta, accept_next = self._lexer.delta[q], self._lexer.accept_next[q]
+        q = lexer.base(x)
+        delta, accept_next = lexer.delta[q], lexer.accept_next[q]
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
             restart = np.ones(256, dtype=bool)
             first_of_byte = np.full(256, NO_TERM, dtype=np.int64)
@@ -299,31 +331,54 @@ class Masker:
         by_string[:-1][sel] = (first_of_byte[first_byte[sel]] - NO_TERM) * n + rest0[sel]
         firsts = set(first_of_byte[restart & self._byte_has_rest0].tolist())
         ends: set[int] = set()
+        fallback = np.zeros(len(rest0) + 1, dtype=bool)
+        if x >= lexer.num_states:  # a first byte that kills the lexeme backs up to x's fallback
+            fallback[:-1] = ((delta == DEAD) & (accept_next == DEAD))[first_byte]
         if q != 0:
             live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td.root_children if delta[b] != DEAD]
             walked = td.subtrees([(b, st) for b, _, _, st in live])
             for (b, lo, hi, st), arrays in zip(live, walked):
-                blk = self._subtree_block(b, lo, hi, st, arrays)
+                blk = self._subtree_block(b, lo, hi, st, arrays, x)
                 by_string[lo:hi] = blk.code
                 firsts |= blk.firsts
                 ends |= blk.end_states
-        got = _LexerView(by_string[self._string_of_token], tuple(sorted(firsts)), tuple(sorted(ends)))
+                fallback[lo + blk.fallback] = True
+        tokens = self._string_of_token
+        got = _LexerView(
+            by_string[tokens],
+            tuple(sorted(firsts)),
+            tuple(sorted(ends)),
+            _pack(fallback[tokens]) if fallback.any() else None,
+        )
         with self._lock:
-            got = self._views.setdefault(q, got)
+            got = self._views.setdefault(x, got)
         return got
 
-    def _subtree_block(self, b: int, lo: int, hi: int, state: int, arrays) -> _Block:
-        """Strings whose first byte continues the lexeme into lexer state ``state``."""
+    def _subtree_block(self, b: int, lo: int, hi: int, state: int, arrays, x: int) -> _Block:
+        """Strings whose first byte continues the lexeme into DFA state ``state``.
+
+        Shared by all lexer states entering it alike; resolved for x where the lexeme's
+        fallback matters (``TokenTransducer.resolve``).
+        """
+        resolved = self._transducer.resolve(arrays, x, b)
         key = (b, state)
-        got = self._blocks.get(key)
+        got = self._blocks.get(key) if resolved is arrays else None
         if got is None:
-            strings, first, rest = arrays
+            strings, first, rest = resolved
             is_end = first == END
+            back = first == FALLBACK
+            is_row = ~is_end & ~back
             code = np.full(hi - lo, self._dead_code, dtype=np.int32)
-            code[strings[~is_end] - lo] = (first[~is_end] - NO_TERM) * self._num_rows + rest[~is_end]
+            code[strings[is_row] - lo] = (first[is_row] - NO_TERM) * self._num_rows + rest[is_row]
             code[strings[is_end] - lo] = self._end_base + rest[is_end]
-            got = _Block(code, frozenset(np.unique(first[~is_end]).tolist()), frozenset(np.unique(rest[is_end]).tolist()))
-            got = self._blocks.setdefault(key, got)
+            got = _Block(
+                code,
+                frozenset(np.unique(first[is_row]).tolist()),
+                frozenset(np.unique(rest[is_end]).tolist()),
+                strings[back] - lo,
+            )
+            if resolved is arrays:
+                got = self._blocks.setdefault(key, got)
         return got
 
     def _split(self, node: int, top: Stack) -> _Split:
@@ -397,11 +452,20 @@ class Masker:
             if r is not None:
                 self._collect(c, r, hits)
 
-    def _compute_mask(self, state: State) -> np.ndarray:
-        q, stack = state.lexer, state.stack
-        view = self._view(q)
+    def _token_words(self, x: int, stack: Stack) -> np.ndarray:
+        """uint32 words: tokens allowed from lexer state x and this stack (EOS aside). Cached."""
+        key = (x, stack)
+        got = self._masks.get(key)
+        if got is None:
+            got = self._compute_words(x, stack)
+            self._cache_put(self._masks, key, got)
+        return got
+
+    def _compute_words(self, x: int, stack: Stack) -> np.ndarray:
+        view = self._view(x)
         n = self._num_rows
-        status = np.zeros(self._dead_code + 1, dtype=bool)
+        top_end = max(view.end_states, default=-1)
+        status = np.zeros(self._end_base + top_end + 1, dtype=bool)
         for first in view.firsts:
             after = stack if first == NO_TERM else self._feed(stack, first)
             if after is not None:
@@ -410,8 +474,11 @@ class Masker:
         for end in view.end_states:
             status[self._end_base + end] = self._end_ok(stack, end)
         words = _pack(status[view.code])
-        if len(self._eos) and self.is_complete(state):
-            _set_bits(words, self._eos)
+        if view.fallback is not None:  # tokens that back up: they run from the relexed state
+            path = self._fallback_path(x)
+            after = None if path is None else self._feed_all(stack, path[0])
+            if after is not None:
+                words |= view.fallback & self._token_words(path[1], after)
         return words
 
 

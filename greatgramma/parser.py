@@ -7,7 +7,7 @@ depends on what lies below it (paper section 3.3: always-accepted vs context-dep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from lark.parsers.lalr_analysis import Shift
@@ -37,6 +37,7 @@ class ParseTable:
     start_state: int
     end_state: int
     nonterminals: tuple[str, ...]
+    declared: dict[str, int] = field(default_factory=dict)  # postlexer terminals: name -> column
 
     def __post_init__(self) -> None:
         # Python lists: indexing them is several times faster than numpy scalars in the hot loop.
@@ -44,6 +45,9 @@ class ParseTable:
         object.__setattr__(self, "_goto", self.goto.tolist())
         object.__setattr__(self, "_lhs", self.rule_lhs.tolist())
         object.__setattr__(self, "_len", self.rule_len.tolist())
+
+    def initial_stack(self) -> Stack:
+        return (self.start_state,)
 
     @property
     def end(self) -> int:
@@ -118,17 +122,28 @@ class ParseTable:
         ]
 
 
-def parse_table_from_lark(lark_obj, terminal_names: list[str], start: str) -> ParseTable:
-    """Convert Lark's LALR table to integer arrays indexed by the lexer's terminal order."""
+def parse_table_from_lark(
+    lark_obj, terminal_names: list[str], start: str, postlexed: tuple[str, ...] = ()
+) -> ParseTable:
+    """Convert Lark's LALR table to integer arrays indexed by the lexer's terminal order.
+
+    ``postlexed``: %declare'd terminals a postlexer makes (the indenter's); they get the
+    columns after the lexer's terminals, then comes ``$END``.
+    """
     table = lark_obj.parser.parser.parser.parse_table
     term_index = {name: i for i, name in enumerate(terminal_names)}
     declared = sorted({s.name for r in lark_obj.rules for s in r.expansion if s.is_term} - set(term_index))
-    if declared:
+    missing = [n for n in declared if n not in postlexed]
+    if missing:
         raise GrammarError(
-            f"terminals {', '.join(declared)} are declared (%declare) but never lexed: they come from a "
-            "postlexer (e.g. an indenter), which greatgramma does not support yet"
+            f"terminals {', '.join(missing)} are declared (%declare) but never lexed: they come from a "
+            "postlexer; for an indenter pass Grammar(..., indenter=gg.Indenter(...)) "
+            "(gg.Indenter.python() for Python grammars)"
         )
-    term_index["$END"] = len(terminal_names)
+    extra = {n: len(terminal_names) + i for i, n in enumerate(postlexed)}
+    term_index.update(extra)
+    n_terms = len(terminal_names) + len(postlexed)
+    term_index["$END"] = n_terms
     states = table.states
     nonterms: dict[str, int] = {}
     rules: dict[object, int] = {}
@@ -143,7 +158,7 @@ def parse_table_from_lark(lark_obj, terminal_names: list[str], start: str) -> Pa
     for rule in rule_list:
         nonterms.setdefault(rule.origin.name, len(nonterms))
     n_states = max(states) + 1
-    action = np.full((n_states, len(terminal_names) + 1), ERROR, dtype=np.int32)
+    action = np.full((n_states, n_terms + 1), ERROR, dtype=np.int32)
     goto = np.full((n_states, max(len(nonterms), 1)), ERROR, dtype=np.int32)
     for s, acts in states.items():
         for sym, (act, arg) in acts.items():
@@ -161,4 +176,5 @@ def parse_table_from_lark(lark_obj, terminal_names: list[str], start: str) -> Pa
         start_state=table.start_states[start],
         end_state=table.end_states[start],
         nonterminals=tuple(sorted(nonterms, key=nonterms.__getitem__)),
+        declared=extra,
     )

@@ -24,6 +24,8 @@ from .lexer import DEAD, LexerDFA
 
 END = -2  # outcome row kind: no further terminal, just the end state
 NO_TERM = -3  # walk result: the first lexeme is ignored, nothing is emitted for it
+FALLBACK = -4  # walk result from an extended state: the lexeme dies and backs up before the token
+_END_HELD = -5  # subtree result: ends inside the lexeme, still holding the entry fallback
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,7 +156,8 @@ class TokenTransducer:
 
     def _suffix_outcomes(self) -> np.ndarray:
         """Outcome of feeding string[j:] to the start state, for every (string, j), as a flat array."""
-        trie, delta, accept_next = self.trie, self.lexer.delta, self.lexer.accept_next
+        trie, lexer = self.trie, self.lexer
+        delta, accept_next, risky = lexer.delta, lexer.accept_next, lexer.risky
         lengths, offsets, matrix = trie.lengths, trie.offsets, trie.matrix
         total = int(offsets[-1])
         res_term = np.full(total, DEAD, dtype=np.int64)  # break terminal, END, or DEAD
@@ -165,19 +168,28 @@ class TokenTransducer:
         state = delta[0, matrix[string, pos]].astype(np.int64)
         alive = state != DEAD
         idx, string, pos, state = flat[alive], string[alive], pos[alive] + 1, state[alive]
+        la_off = np.full(len(idx), -1, dtype=np.int64)  # last point the lexeme could end (-1: none)
+        la_term = np.full(len(idx), DEAD, dtype=np.int64)
         while len(idx):
             done = pos == lengths[string]
             res_term[idx[done]] = END
-            res_next[idx[done]] = state[done]
+            res_next[idx[done]] = self._end_states(state[done], la_term[done], string[done], la_off[done])
             go = ~done
-            idx, string, pos, state = idx[go], string[go], pos[go], state[go]
+            idx, string, pos, state, la_off, la_term = idx[go], string[go], pos[go], state[go], la_off[go], la_term[go]
             byte = matrix[string, pos]
             nxt = delta[state, byte].astype(np.int64)
+            here = accept_next[state, byte].astype(np.int64)
             brk = nxt == DEAD
-            res_term[idx[brk]] = accept_next[state[brk], byte[brk]]
-            res_next[idx[brk]] = offsets[string[brk]] + pos[brk]
+            back = brk & (here == DEAD) & (la_off >= 0)  # back up to the last possible end
+            res_term[idx[brk]] = np.where(back[brk], la_term[brk], here[brk])
+            res_next[idx[brk]] = offsets[string[brk]] + np.where(back[brk], la_off[brk], pos[brk])
             go = ~brk
-            idx, string, pos, state = idx[go], string[go], pos[go] + 1, nxt[go]
+            idx, string, pos, state = idx[go], string[go], pos[go], state[go]
+            la_off, la_term, here, nxt = la_off[go], la_term[go], here[go], nxt[go]
+            ends = here != DEAD
+            la_off, la_term = np.where(ends, pos, la_off), np.where(ends, here, la_term)
+            la_off = np.where(risky[nxt], la_off, -1)
+            pos, state = pos + 1, nxt
         # resolve the chains from the last byte position backwards
         out = np.full(total, DEAD, dtype=np.int64)
         pos_all = flat - np.repeat(offsets[:-1], lengths)
@@ -191,36 +203,102 @@ class TokenTransducer:
             out[sel[brk]] = self._emit(t[brk], out[n[brk]])
         return out
 
-    def walk(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For lexer state q, the strings not dead from q and what each does: ``(strings, first, rest)``.
+    def _end_states(self, state: np.ndarray, term: np.ndarray, string: np.ndarray, off: np.ndarray) -> np.ndarray:
+        """Lexer states of lexemes left unfinished in DFA ``state`` whose last possible end was
+        at byte ``off`` of ``string`` as ``term`` (off < 0: none): extended states where needed."""
+        out = state.copy()
+        held = np.nonzero((off >= 0) & self.lexer.risky[state])[0]
+        if len(held):
+            strings, extended = self.trie.strings, self.lexer.extended
+            for i, q, t, s, o in zip(
+                held.tolist(), state[held].tolist(), term[held].tolist(), string[held].tolist(), off[held].tolist()
+            ):
+                out[i] = extended(q, t, strings[s][o:])
+        return out
+
+    def walk(self, x: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For lexer state x, the strings not dead from x and what each does: ``(strings, first, rest)``.
 
         ``first`` is the terminal the string's first lexeme ends with, then ``rest`` is the outcome
         row of the remaining bytes from the start state; ``first`` is NO_TERM when that lexeme is
-        ignored, and END when the string never leaves the lexeme (``rest`` is then the end state).
+        ignored, END when the string never leaves the lexeme (``rest`` is then the end state),
+        and FALLBACK when, from an extended state, the lexeme dies before it could end again:
+        it backs up to x's fallback, and the string runs from ``lexer.relexed(x)``.
         """
-        got = self._cache.get(q)
+        got = self._cache.get(x)
         if got is None:
-            got = self._walk(q)
+            parts = [(s, f, r) for _, s, f, r in self.blocks(x)]
+            got = tuple(np.concatenate(p) for p in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
             with self._lock:
-                got = self._cache.setdefault(q, got)
+                got = self._cache.setdefault(x, got)
         return got
 
-    def _walk(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        trie = self.trie
+    def blocks(self, x: int) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+        """``walk(x)`` per first byte: ``(byte, strings, first, rest)``."""
+        lexer, trie = self.lexer, self.trie
+        q = lexer.base(x)
+        delta, accept_next = lexer.delta[q], lexer.accept_next[q]
         rest0 = self.suffix[trie.offsets[:-1]]
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
-            s_ids = np.nonzero(rest0 != DEAD)[0]
-            return s_ids, np.full(len(s_ids), NO_TERM, dtype=np.int64), rest0[s_ids]
-        delta, accept_next = self.lexer.delta[q], self.lexer.accept_next[q]
-        live = [(b, int(delta[b])) for b, _, _ in self.root_children if delta[b] != DEAD]
-        # strings whose first byte ends the current lexeme start afresh: their outcome is rest0
-        restart = (delta == DEAD) & (accept_next != DEAD)
-        first_of_byte = np.where(self._ignored[accept_next], NO_TERM, accept_next).astype(np.int64)
-        first_byte = trie.matrix[:, 0]
-        ids = np.nonzero(restart[first_byte] & (rest0 != DEAD))[0]
-        parts = [(ids, first_of_byte[first_byte[ids]], rest0[ids])]
-        parts += self.subtrees(live)
-        return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
+            return [
+                (b, np.arange(lo, hi, dtype=np.int64)[ok], np.full(int(ok.sum()), NO_TERM, dtype=np.int64), rest0[lo:hi][ok])
+                for b, lo, hi in self.root_children
+                for ok in [rest0[lo:hi] != DEAD]
+            ]
+        out = []
+        live = []
+        for b, lo, hi in self.root_children:
+            if delta[b] != DEAD:
+                live.append((b, lo, hi))
+                continue
+            ids = np.arange(lo, hi, dtype=np.int64)
+            t = int(accept_next[b])
+            if t != DEAD:  # the lexeme ends before b: the string runs from the start state
+                first = np.full(hi - lo, NO_TERM if self._ignored[t] else t, dtype=np.int64)
+            elif x >= lexer.num_states:
+                out.append((b, ids, np.full(hi - lo, FALLBACK, dtype=np.int64), np.zeros(hi - lo, dtype=np.int64)))
+                continue
+            else:
+                continue
+            ok = rest0[lo:hi] != DEAD
+            out.append((b, ids[ok], first[ok], rest0[lo:hi][ok]))
+        walked = self.subtrees([(b, int(delta[b])) for b, _, _ in live])
+        for (b, _, _), arrays in zip(live, walked):
+            out.append((b, *self.resolve(arrays, x, b)))
+        return out
+
+    def resolve(self, arrays, x: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A subtree's strings as seen from lexer state x: fill in x's fallback on entering with byte b.
+
+        The fallback is where the lexeme could last end before the string: just before b (x
+        accepts there), or x's own fallback.
+        """
+        strings, first, rest = arrays
+        lexer = self.lexer
+        held_death, held_end = first == FALLBACK, first == _END_HELD
+        if not (held_death.any() or held_end.any()):
+            return arrays
+        q = lexer.base(x)
+        t = int(lexer.accept_next[q, b])
+        first, rest = first.copy(), rest.copy()
+        keep = np.ones(len(strings), dtype=bool)
+        if t != DEAD:  # back up to just before the string
+            pending = b""
+            rest0 = self.suffix[self.trie.offsets[strings[held_death]]]
+            first[held_death] = NO_TERM if self._ignored[t] else t
+            rest[held_death] = rest0
+            keep[held_death] = rest0 != DEAD
+        elif x >= lexer.num_states:  # back up to x's fallback, before the string
+            t, pending = lexer.fallback(x)
+        else:  # no fallback: a lexeme that dies is an error
+            keep &= ~held_death
+        if held_end.any():
+            ends = np.nonzero(held_end)[0]
+            first[ends] = END
+            if t != DEAD:
+                tstrings, extended = self.trie.strings, lexer.extended
+                rest[ends] = [extended(r, t, pending + tstrings[s]) for s, r in zip(strings[ends].tolist(), rest[ends].tolist())]
+        return strings[keep], first[keep], rest[keep]
 
     @property
     def root_children(self) -> list[tuple[int, int, int]]:
@@ -277,8 +355,11 @@ class TokenTransducer:
         state = np.array([s for _, s in pairs], dtype=np.int64)
         origin = np.arange(len(pairs))
         one = self.trie.lengths[lo] == 1  # a one-byte string: it ends right here, inside the lexeme
-        parts = [(lo[one], np.full(int(one.sum()), END, dtype=np.int64), state[one], origin[one])]
-        parts += self._walk_from(lo, hi, state, origin, 1)
+        held = self.lexer.risky[state]  # the lexeme keeps whatever fallback it entered with
+        end_kind = np.where(held[one], _END_HELD, END).astype(np.int64)
+        parts = [(lo[one], end_kind, state[one], origin[one])]
+        la_off = np.where(held, -1, -2).astype(np.int64)
+        parts += self._walk_from(lo, hi, state, origin, 1, la_off, np.full(len(lo), DEAD, dtype=np.int64))
         s_ids, first, rest, org = (np.concatenate(x) for x in zip(*parts))
         order = np.argsort(org, kind="stable")
         bounds = np.searchsorted(org[order], np.arange(len(pairs) + 1))
@@ -287,9 +368,14 @@ class TokenTransducer:
                 sel = order[bounds[k] : bounds[k + 1]]
                 self._subtrees.setdefault(pair, (s_ids[sel], first[sel], rest[sel]))
 
-    def _walk_from(self, lo: np.ndarray, hi: np.ndarray, state: np.ndarray, origin: np.ndarray, depth: int):
-        """Walk trie nodes [lo, hi) at ``depth`` (entered in lexer ``state``) down to their strings."""
-        trie, delta, accept_next = self.trie, self.lexer.delta, self.lexer.accept_next
+    def _walk_from(self, lo, hi, state, origin, depth: int, la_off, la_term):
+        """Walk trie nodes [lo, hi) at ``depth`` (entered in lexer ``state``) down to their strings.
+
+        ``la_off``/``la_term``: where the lexeme could last end inside the string (offset,
+        terminal), or -1: the fallback it entered with is still held, -2: none.
+        """
+        trie, lexer = self.trie, self.lexer
+        delta, accept_next, risky = lexer.delta, lexer.accept_next, lexer.risky
         lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         for d in range(depth, len(levels)):
@@ -301,22 +387,44 @@ class TokenTransducer:
             c_lo = starts[child]
             c_hi = np.where(child + 1 < b[parent], starts[np.minimum(child + 1, len(starts) - 1)], hi[parent])
             p_state, c_org = state[parent], origin[parent]
+            c_off, c_term = la_off[parent], la_term[parent]
             byte = matrix[c_lo, d]
             nxt = delta[p_state, byte].astype(np.int64)
-            ends_here = accept_next[p_state, byte]
-            brk = (nxt == DEAD) & (ends_here != DEAD)
+            here = accept_next[p_state, byte].astype(np.int64)
+            dies = nxt == DEAD
+            # the lexeme ends before this byte, or backs up to where it last could end
+            back = dies & (here == DEAD) & (c_off >= 0)
+            brk = dies & ((here != DEAD) | back)
             if brk.any():
                 s_ids, seg = _expand_ranges(c_lo[brk], c_hi[brk])
-                first = ends_here[brk].astype(np.int64)[seg]
-                rest = self.suffix[trie.offsets[s_ids] + d]
+                first = np.where(back[brk], c_term[brk], here[brk])[seg]
+                rest = self.suffix[trie.offsets[s_ids] + np.where(back[brk], c_off[brk], d)[seg]]
                 ok = rest != DEAD
                 first = np.where(self._ignored[first], NO_TERM, first)
                 parts.append((s_ids[ok], first[ok], rest[ok], c_org[brk][seg][ok]))
-            alive = nxt != DEAD
+            held = dies & (here == DEAD) & (c_off == -1)  # dies holding the entry fallback
+            if held.any():
+                s_ids, seg = _expand_ranges(c_lo[held], c_hi[held])
+                n = len(s_ids)
+                parts.append((s_ids, np.full(n, FALLBACK, dtype=np.int64), np.zeros(n, dtype=np.int64), c_org[held][seg]))
+            alive = ~dies
             c_lo, c_hi, nxt, c_org = c_lo[alive], c_hi[alive], nxt[alive], c_org[alive]
+            ends_lexeme = here[alive] != DEAD
+            c_off = np.where(ends_lexeme, d, c_off[alive])
+            c_term = np.where(ends_lexeme, here[alive], c_term[alive])
+            c_off = np.where(risky[nxt], c_off, -2)
             ends = lengths[c_lo] == d + 1
             if ends.any():
-                parts.append((c_lo[ends], np.full(int(ends.sum()), END, dtype=np.int64), nxt[ends], c_org[ends]))
+                kind = np.where(c_off[ends] == -1, _END_HELD, END).astype(np.int64)
+                end_state = nxt[ends]
+                inside = np.nonzero(c_off[ends] >= 0)[0]
+                if len(inside):
+                    end_state = end_state.copy()
+                    end_state[inside] = self._end_states(
+                        end_state[inside], c_term[ends][inside], c_lo[ends][inside], c_off[ends][inside]
+                    )
+                parts.append((c_lo[ends], kind, end_state, c_org[ends]))
             more = (c_hi - c_lo > 1) | ~ends
             lo, hi, state, origin = c_lo[more], c_hi[more], nxt[more], c_org[more]
+            la_off, la_term = c_off[more], c_term[more]
         return parts

@@ -1,0 +1,205 @@
+"""Indentation-sensitive grammars: Lark's ``Indenter`` postlexer, made exact for masking.
+
+Lark's indenter turns each newline lexeme into ``_NL`` plus ``_INDENT``/``_DEDENT`` tokens by
+comparing its indentation column (spaces + tab_len * tabs after its last ``\\n``) with a stack
+of open levels, and drops newlines inside brackets. Here the lexer tells the column apart: the
+newline terminal is split into one copy per column (:func:`split_columns`, a counter folded
+into the DFA), and the parser runs on an :class:`IndentedTable`, whose stacks also carry the
+bracket depth and the indentation levels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import GrammarError
+from .parser import DEPENDS, ParseTable, Stack
+
+DEAD = -1
+
+
+@dataclass(frozen=True)
+class Indenter:
+    """Which terminals the indenter reads and makes (Lark's ``Indenter`` attributes).
+
+    ``max_column``: indentation columns the engine tells apart. A newline at bracket depth 0
+    whose column reaches it is refused (a stated limit, never a silent guess).
+    """
+
+    nl: str = "_NL"
+    indent: str = "_INDENT"
+    dedent: str = "_DEDENT"
+    open: tuple[str, ...] = ("LPAR", "LSQB", "LBRACE")
+    close: tuple[str, ...] = ("RPAR", "RSQB", "RBRACE")
+    tab_len: int = 8
+    max_column: int = 64
+
+    @classmethod
+    def python(cls, **overrides) -> "Indenter":
+        """The preset for Python grammars (the benchmark's ``python.lark``)."""
+        return cls(**overrides)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "open", tuple(self.open))
+        object.__setattr__(self, "close", tuple(self.close))
+        if not 1 <= self.max_column <= 1024:
+            raise ValueError(f"Indenter.max_column must be in 1..1024, got {self.max_column}")
+        if self.tab_len < 1:
+            raise ValueError(f"Indenter.tab_len must be positive, got {self.tab_len}")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# ------------------------------------------------------------------ lexer side
+
+
+def split_columns(delta, accept, accept_next, nl: int, num_terms: int, ind: Indenter):
+    """Fold the column counter into the DFA; newline lexemes end as terminal ``num_terms + c``.
+
+    c is the column (count of spaces and tab_len * tabs after the last ``\\n``), or
+    ``max_column`` for "no ``\\n`` yet, or too deep". States where the count cannot matter
+    merge again when the caller minimizes.
+    """
+    k = ind.max_column
+    q = delta.shape[0]
+    # counter transition per byte: reset on \n, +1 on space, +tab_len on tab, else unchanged
+    cols = np.arange(k + 1)
+    step = np.tile(cols, (256, 1))  # [byte, counter]
+    step[ord("\n")] = 0
+    step[ord(" ")] = np.where(cols < k, np.minimum(cols + 1, k), k)
+    step[ord("\t")] = np.where(cols < k, np.minimum(cols + ind.tab_len, k), k)
+    index = {(0, k): 0}
+    pairs = [(0, k)]
+    rows, acc, acc_next = [], [], []
+
+    def label(t: np.ndarray, c: int) -> np.ndarray:
+        return np.where(t == nl, num_terms + c, t)
+
+    i = 0
+    while i < len(pairs):
+        s, c = pairs[i]
+        row = np.full(256, DEAD, dtype=np.int32)
+        for b in np.nonzero(delta[s] != DEAD)[0].tolist():
+            key = (int(delta[s, b]), int(step[b, c]))
+            j = index.get(key)
+            if j is None:
+                j = index[key] = len(pairs)
+                pairs.append(key)
+            row[b] = j
+        rows.append(row)
+        acc.append(label(np.array(accept[s]), c))
+        acc_next.append(label(accept_next[s], c))
+        i += 1
+    return np.array(rows, dtype=np.int32), np.array(acc, dtype=np.int32), np.array(acc_next, dtype=np.int32)
+
+
+def column_terminals(terminals: list, nl: int, ind: Indenter) -> list:
+    """The newline terminal's copies, one per column (the last: no newline yet, or too deep)."""
+    return [dataclasses.replace(terminals[nl], column=c) for c in range(ind.max_column + 1)]
+
+
+# ------------------------------------------------------------------ parser side
+
+
+class IndentedTable:
+    """The LALR table behind Lark's indenter: same interface as :class:`ParseTable`.
+
+    A stack is ``(~depth, ~level_0, ..., ~level_k, lalr states...)``: a header of negative
+    numbers (bracket depth, indentation levels) under the LALR states, so reductions, which
+    never pop the LALR bottom, work on the whole tuple unchanged.
+    """
+
+    def __init__(self, table: ParseTable, ind: Indenter, names: list[str]):
+        index = {n: i for i, n in enumerate(names)}
+        for n in (ind.nl, *ind.open, *ind.close):
+            if n not in index:
+                raise GrammarError(
+                    f"the indenter needs terminal {n} but the grammar has no terminal of that name",
+                    symbol=n,
+                    kind="indenter",
+                )
+        self.table = table
+        self.indenter = ind
+        self.nl = index[ind.nl]
+        self.first_column = len(names)  # lexer terminal ids of the newline copies
+        self.bad_column = len(names) + ind.max_column
+        self.indent, self.dedent = table.declared[ind.indent], table.declared[ind.dedent]
+        self.opens = frozenset(index[n] for n in ind.open)
+        self.closes = frozenset(index[n] for n in ind.close)
+        self.special = self.opens | self.closes | set(range(self.first_column, self.bad_column + 1))
+        self.start_state, self.end_state = table.start_state, table.end_state
+        self.num_states, self.nonterminals = table.num_states, table.nonterminals
+        self.end = self.bad_column + 1
+
+    def initial_stack(self) -> Stack:
+        return (~0, ~0, self.table.start_state)
+
+    @staticmethod
+    def _header(stack: Stack) -> int:
+        h = 0
+        while stack[h] < 0:
+            h += 1
+        return h
+
+    def feed(self, stack: Stack, term: int) -> Stack | None:
+        if term not in self.special:
+            return self.table.feed(stack, term)
+        table = self.table
+        h = self._header(stack)
+        depth = ~stack[0]
+        if term in self.opens or term in self.closes:
+            if term in self.closes:
+                if depth == 0:
+                    return None
+                depth -= 1
+            else:
+                depth += 1
+            out = table.feed(stack, term)
+            return None if out is None else (~depth,) + out[1:]
+        if depth > 0:  # a newline inside brackets is dropped
+            return stack
+        if term == self.bad_column:
+            return None
+        column = term - self.first_column
+        levels = [~x for x in stack[1:h]]
+        lalr = table.feed(stack, self.nl)
+        if lalr is None:
+            return None
+        if column > levels[-1]:
+            levels.append(column)
+            lalr = table.feed(lalr, self.indent)
+        else:
+            while column < levels[-1]:
+                levels.pop()
+                lalr = table.feed(lalr, self.dedent)
+                if lalr is None:
+                    return None
+            if column != levels[-1]:
+                return None
+        if lalr is None:
+            return None
+        return (~depth, *(~x for x in levels)) + lalr[h:]
+
+    def feed_known(self, known: Stack, term: int):
+        """Like :meth:`ParseTable.feed_known`; terminals the indenter reads always depend on the header."""
+        if term in self.special:
+            return DEPENDS
+        return self.table.feed_known(known, term)
+
+    def accepts_end(self, stack: Stack) -> bool:
+        h = self._header(stack)
+        lalr: Stack | None = stack
+        for _ in range(h - 2):  # one dedent per open level above column 0
+            lalr = self.table.feed(lalr, self.dedent)
+            if lalr is None:
+                return False
+        return self.table.accepts_end(lalr)
+
+    def expected(self, stack: Stack) -> list[int]:
+        """Terminal ids (newline copies by column) the parser would accept next, and ``end``."""
+        out = [t for t in range(self.bad_column + 1) if t != self.nl and self.feed(stack, t) is not None]
+        return out + ([self.end] if self.accepts_end(stack) else [])
