@@ -20,13 +20,14 @@ import numpy as np
 from .compiled import CompiledGrammar
 from .errors import ArtifactError
 from .grammar import Grammar
+from .indenter import IndentedTable, Indenter
 from .lexer import LexerDFA, TerminalSpec
 from .parser import ParseTable
 from .transducer import TokenTransducer, TokenTrie
 from .vocab import Vocabulary
 
 MAGIC = "greatgramma-compiled"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 def _library_version() -> str:
@@ -45,6 +46,7 @@ def save(compiled: CompiledGrammar, path: str | os.PathLike) -> None:
         compiled.trie,
         compiled.transducer,
     )
+    lalr = pt.table if isinstance(pt, IndentedTable) else pt
     lengths = np.array([-1 if b is None else len(b) for b in v.token_bytes], dtype=np.int64)
     arrays = {
         "vocab_bytes": np.frombuffer(b"".join(b for b in v.token_bytes if b is not None), dtype=np.uint8),
@@ -53,10 +55,10 @@ def save(compiled: CompiledGrammar, path: str | os.PathLike) -> None:
         "lexer_accept": lx.accept,
         "lexer_prod": lx.prod,
         "lexer_accept_next": lx.accept_next,
-        "lalr_action": pt.action,
-        "lalr_goto": pt.goto,
-        "lalr_rule_lhs": pt.rule_lhs,
-        "lalr_rule_len": pt.rule_len,
+        "lalr_action": lalr.action,
+        "lalr_goto": lalr.goto,
+        "lalr_rule_lhs": lalr.rule_lhs,
+        "lalr_rule_len": lalr.rule_len,
         "trie_matrix": trie.matrix,
         "trie_lengths": trie.lengths,
         "trie_offsets": trie.offsets,
@@ -75,15 +77,24 @@ def save(compiled: CompiledGrammar, path: str | os.PathLike) -> None:
         "magic": MAGIC,
         "format": FORMAT_VERSION,
         "library_version": _library_version(),
-        "grammar": {"text": g.text, "start": g.start, "source": g.source, "fingerprint": g.fingerprint()},
+        "grammar": {
+            "text": g.text,
+            "start": g.start,
+            "source": g.source,
+            "fingerprint": g.fingerprint(),
+            "indenter": g.indenter.to_dict() if g.indenter is not None else None,
+        },
         "vocab": {"vocab_size": v.vocab_size, "eos_token_ids": list(v.eos_token_ids), "fingerprint": v.fingerprint()},
         "terminals": [asdict(t) for t in lx.terminals],
-        "lalr": {"start_state": pt.start_state, "end_state": pt.end_state, "nonterminals": list(pt.nonterminals)},
+        "lalr": {
+            "start_state": lalr.start_state,
+            "end_state": lalr.end_state,
+            "nonterminals": list(lalr.nonterminals),
+            "declared": lalr.declared,
+        },
         "timings": compiled.timings,
         "payload_sha256": hashlib.sha256(payload).hexdigest(),
     }
-    if g.indenter is not None:
-        raise ArtifactError("saving grammars with a postlexer is not supported yet")
     with open(path, "wb") as f:
         f.write(json.dumps(header).encode("utf-8") + b"\n")
         f.write(payload)
@@ -132,8 +143,9 @@ def load(
         vocab = Vocabulary(token_bytes, eos_token_ids=vh["eos_token_ids"], vocab_size=vh["vocab_size"])
         if vocab.fingerprint() != vh["fingerprint"]:
             raise ArtifactError(f"{str(p)!r} is corrupted (vocabulary fingerprint mismatch)")
+    ind = Indenter(**gh["indenter"]) if gh.get("indenter") else None
     if grammar is None:
-        grammar = Grammar._from_artifact(gh["text"], start=gh["start"], source=gh["source"])
+        grammar = Grammar._from_artifact(gh["text"], start=gh["start"], source=gh["source"], indenter=ind)
     terminals = tuple(TerminalSpec(**t) for t in header["terminals"])
     lexer = LexerDFA(a["lexer_delta"], a["lexer_accept"], a["lexer_prod"], terminals, a["lexer_accept_next"])
     lalr = header["lalr"]
@@ -145,7 +157,10 @@ def load(
         lalr["start_state"],
         lalr["end_state"],
         tuple(lalr["nonterminals"]),
+        dict(lalr.get("declared", {})),
     )
+    if ind is not None:
+        table = IndentedTable(table, ind, [t.name for t in terminals if t.column is None])
     offsets, flat = a["trie_offsets"], a["trie_matrix"]
     lengths = a["trie_lengths"]
     strings = tuple(flat[i, :n].tobytes() for i, n in enumerate(lengths.tolist()))

@@ -14,6 +14,7 @@ from .artifact import load
 from .compiled import STAGES, compile
 from .errors import GreatGrammaError, TokenRejectedError
 from .grammar import Grammar
+from .indenter import Indenter
 from .masker import Masker
 from .vocab import Vocabulary
 
@@ -23,8 +24,12 @@ def _vocab(args: argparse.Namespace) -> Vocabulary:
     return Vocabulary.from_pretrained(args.tokenizer, vocab_size=args.vocab_size, eos_token_ids=eos)
 
 
+INDENTERS = {"python": Indenter.python}
+
+
 def _grammar(args: argparse.Namespace) -> Grammar:
-    return Grammar.from_file(args.grammar, start=args.start)
+    name = getattr(args, "indenter", None)
+    return Grammar.from_file(args.grammar, start=args.start, indenter=INDENTERS[name]() if name else None)
 
 
 def _print_summary(summary: dict, out=sys.stdout) -> None:
@@ -167,6 +172,14 @@ def _add_tokenizer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vocab-size", type=int, help="model logits width if larger than the tokenizer's vocabulary")
 
 
+def _add_indenter_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--indenter",
+        choices=sorted(INDENTERS),
+        help="postlexer for indentation-sensitive grammars (python: _NL/_INDENT/_DEDENT, brackets, tab 8)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gg", description="greatgramma: exact grammar-constrained decoding")
     parser.add_argument("--version", action="version", version=f"greatgramma {__version__}")
@@ -177,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tokenizer_args(p)
     p.add_argument("-o", "--output", help="write the compiled artifact here")
     p.add_argument("--start", default="start", help="start rule (default: start)")
+    _add_indenter_arg(p)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output on stderr")
     p.set_defaults(func=cmd_preprocess)
@@ -190,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tokenizer_args(p)
     p.add_argument("file", help="text file to check")
     p.add_argument("--start", default="start")
+    _add_indenter_arg(p)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("generate", help="generate grammatical text with a local transformers model")
@@ -201,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eos", type=int, nargs="+", metavar="ID", help="EOS token ids (default: from the tokenizer files)")
     p.add_argument("--start", default="start")
+    _add_indenter_arg(p)
     p.set_defaults(func=cmd_generate)
     return parser
 

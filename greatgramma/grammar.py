@@ -28,6 +28,7 @@ import lark
 from lark.lexer import PatternStr
 
 from .errors import GrammarError, GrammarWarning, ResourceLimitError, UnsupportedRegexError
+from .indenter import Indenter
 from .lexer import TerminalSpec
 from .parser import ParseTable, parse_table_from_lark
 
@@ -58,6 +59,8 @@ class Grammar:
             raise TypeError("Grammar text must be a str (use Grammar.from_file for a path)")
         if not isinstance(start, str):
             raise TypeError(f"start must be the name of one rule (a str), got {type(start).__name__}")
+        if indenter is not None and not isinstance(indenter, Indenter):
+            raise TypeError(f"indenter must be a gg.Indenter (e.g. gg.Indenter.python()), got {type(indenter).__name__}")
         self.text = text
         self.start = start
         self.indenter = indenter
@@ -69,10 +72,10 @@ class Grammar:
         self._check_rules()
 
     @classmethod
-    def _from_artifact(cls, text: str, *, start: str, source: str) -> "Grammar":
+    def _from_artifact(cls, text: str, *, start: str, source: str, indenter=None) -> "Grammar":
         """A grammar read back from a compiled artifact: Lark is only run if something asks for it."""
         self = cls.__new__(cls)
-        self.text, self.start, self.indenter, self.source, self.strict = text, start, None, source, False
+        self.text, self.start, self.indenter, self.source, self.strict = text, start, indenter, source, False
         return self
 
     @classmethod

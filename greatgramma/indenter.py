@@ -134,6 +134,7 @@ class IndentedTable:
         self.start_state, self.end_state = table.start_state, table.end_state
         self.num_states, self.nonterminals = table.num_states, table.nonterminals
         self.end = self.bad_column + 1
+        self._nl_known: dict[Stack, object] = {}  # known LALR segment -> after the newline (a memo)
 
     def initial_stack(self) -> Stack:
         return (~0, ~0, self.table.start_state)
@@ -184,11 +185,62 @@ class IndentedTable:
             return None
         return (~depth, *(~x for x in levels)) + lalr[h:]
 
+    def cut(self, stack: Stack, depth: int) -> tuple[Stack, Stack]:
+        """(below, known) as :meth:`ParseTable.cut`, the header always in the known part."""
+        h = self._header(stack)
+        if len(stack) - h <= depth:
+            return (), stack
+        return stack[h:-depth], stack[:h] + stack[-depth:]
+
+    def join(self, below: Stack, known: Stack) -> Stack:
+        if not below:
+            return known
+        h = self._header(known)
+        return known[:h] + below + known[h:]
+
     def feed_known(self, known: Stack, term: int):
-        """Like :meth:`ParseTable.feed_known`; terminals the indenter reads always depend on the header."""
-        if term in self.special:
-            return DEPENDS
-        return self.table.feed_known(known, term)
+        """:meth:`ParseTable.feed_known` on a known segment that starts with the header."""
+        table = self.table
+        h = self._header(known)
+        if term not in self.special:
+            r = table.feed_known(known[h:], term)
+            return r if r is DEPENDS or r is False else known[:h] + r
+        depth = ~known[0]
+        if term in self.opens or term in self.closes:
+            if term in self.closes:
+                if depth == 0:
+                    return False
+                depth -= 1
+            else:
+                depth += 1
+            r = table.feed_known(known[h:], term)
+            return r if r is DEPENDS or r is False else (~depth,) + known[1:h] + r
+        if depth > 0:
+            return known
+        if term == self.bad_column:
+            return False
+        column = term - self.first_column
+        levels = [~x for x in known[1:h]]
+        lalr = known[h:]
+        r = self._nl_known.get(lalr, self)
+        if r is self:
+            r = self._nl_known[lalr] = table.feed_known(lalr, self.nl)
+            if len(self._nl_known) > 1 << 16:
+                self._nl_known.clear()
+                self._nl_known[lalr] = r
+        if column > levels[-1]:
+            levels.append(column)
+            if r is not DEPENDS and r is not False:
+                r = table.feed_known(r, self.indent)
+        else:
+            while column < levels[-1] and r is not DEPENDS and r is not False:
+                levels.pop()
+                r = table.feed_known(r, self.dedent)
+            if r is not DEPENDS and r is not False and column != levels[-1]:
+                return False
+        if r is DEPENDS or r is False:
+            return r
+        return (~depth, *(~x for x in levels)) + r
 
     def accepts_end(self, stack: Stack) -> bool:
         h = self._header(stack)

@@ -159,6 +159,7 @@ class Masker:
         self._end_base = self._dead_code + 1  # status index of "ends in lexer state 0"
         self._splits: dict[tuple[int, Stack], _Split] = {}
         self._split_depth = split_depth
+        self._cut, self._join = self._table.cut, self._table.join
         self._memo_depth = 8
         self._known: dict[tuple[Stack, int], object] = {}
         self._rows: OrderedDict[Stack, np.ndarray] = OrderedDict()
@@ -287,13 +288,13 @@ class Masker:
 
     def _feed(self, stack: Stack, term: int) -> Stack | None:
         """``ParseTable.feed``, memoized on the top of the stack that reductions usually touch."""
-        depth = self._memo_depth
-        r = self._feed_known(stack[-depth:], term)
+        below, known = self._cut(stack, self._memo_depth)
+        r = self._feed_known(known, term)
         if r is DEPENDS:
             return self._table.feed(stack, term)
         if r is False:
             return None
-        return stack[:-depth] + r if len(stack) > depth else r
+        return self._join(below, r)
 
     def _feed_known(self, known: Stack, term: int):
         key = (known, term)
@@ -438,17 +439,17 @@ class Masker:
 
     def _collect(self, node: int, stack: Stack, hits: list[np.ndarray]) -> None:
         """Rows below ``node`` viable from the live ``stack``: the cached split, then what it left open."""
-        depth = self._split_depth
-        split = self._split(node, stack[-depth:])
+        below, top = self._cut(stack, self._split_depth)
+        split = self._split(node, top)
         hits.append(split.accepted)
-        feed, below = self._feed, stack[:-depth]
+        feed, join = self._feed, self._join
         for known, checks in split.open_checks:
-            live = below + known
+            live = join(below, known)
             for t, rows in checks:
                 if feed(live, t) is not None:
                     hits.append(rows)
         for c, known in split.frontier:
-            r = feed(below + known, self._trie.term[c])
+            r = feed(join(below, known), self._trie.term[c])
             if r is not None:
                 self._collect(c, r, hits)
 

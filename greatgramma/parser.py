@@ -49,6 +49,14 @@ class ParseTable:
     def initial_stack(self) -> Stack:
         return (self.start_state,)
 
+    def cut(self, stack: Stack, depth: int) -> tuple[Stack, Stack]:
+        """(below, known): the stack split under its top ``depth`` states (see :meth:`feed_known`)."""
+        return (stack[:-depth], stack[-depth:]) if len(stack) > depth else ((), stack)
+
+    def join(self, below: Stack, known: Stack) -> Stack:
+        """Inverse of :meth:`cut`."""
+        return below + known
+
     @property
     def end(self) -> int:
         return self.action.shape[1] - 1
