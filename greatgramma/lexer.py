@@ -369,16 +369,37 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
 
 
 def _minimize(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
-    """Moore partition refinement, keeping state 0 as the start."""
-    _, labels = np.unique(np.concatenate([accept[:, None], accept_next], axis=1), axis=0, return_inverse=True)
-    labels = labels.reshape(-1)
-    labels = labels.astype(np.int64)
+    """Moore partition refinement, keeping state 0 as the start (over classes of alike columns)."""
+    if trans.shape[1] != accept_next.shape[1]:
+        return _minimize_classes(trans, accept, accept_next)
+    _, cols, inv = np.unique(np.concatenate([trans, accept_next]).T, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if len(cols) < trans.shape[1]:
+        t, a, n = _minimize_classes(trans[:, cols], accept, accept_next[:, cols])
+        return t[:, inv], a, n[:, inv]
+    return _minimize_classes(trans, accept, accept_next)
+
+
+_ROW_HASH = np.random.default_rng(0).integers(1, 2**63, size=4096, dtype=np.uint64) | np.uint64(1)
+
+
+def _row_labels(mat: np.ndarray) -> np.ndarray:
+    """Equal rows get equal labels (0..k-1): hashed, then checked exactly (np.unique on a collision)."""
+    h = (mat.astype(np.uint64) * _ROW_HASH[: mat.shape[1]]).sum(axis=1, dtype=np.uint64)
+    _, first, labels = np.unique(h, return_index=True, return_inverse=True)
+    labels = labels.reshape(-1).astype(np.int64)
+    if mat.shape[1] > len(_ROW_HASH) or not (mat == mat[first[labels]]).all():
+        labels = np.unique(mat, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    return labels
+
+
+def _minimize_classes(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
+    labels = _row_labels(np.concatenate([accept[:, None], accept_next], axis=1))
     n = labels.max() + 1
     while True:
         succ = np.where(trans >= 0, labels[np.maximum(trans, 0)], -1)
         sig = np.concatenate([labels[:, None], succ], axis=1)
-        _, new = np.unique(sig, axis=0, return_inverse=True)
-        new = new.reshape(-1).astype(np.int64)
+        new = _row_labels(sig)
         m = new.max() + 1
         labels = new
         if m == n:
@@ -403,11 +424,15 @@ def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int) -> np
     acc = accept >= 0
     prod[np.nonzero(acc)[0], accept[acc]] = True
     src, dst = np.nonzero(delta >= 0)
-    pairs = np.unique(np.stack([src, delta[src, dst]], axis=1), axis=0)
+    pairs = np.unique(np.stack([src, delta[src, dst]], axis=1), axis=0)  # sorted by source
+    if not len(pairs):
+        return prod
     src, dst = pairs[:, 0], pairs[:, 1]
+    starts = np.nonzero(np.r_[True, src[1:] != src[:-1]])[0]
+    owners = src[starts]
     while True:
         new = prod.copy()
-        np.logical_or.at(new, src, prod[dst])
+        new[owners] |= np.logical_or.reduceat(prod[dst], starts, axis=0)
         if np.array_equal(new, prod):
             return prod
         prod = new
