@@ -268,8 +268,9 @@ class _PatternAnalysis:
         self.eps: list[list[int]] = [[]]
         self.edges: list[list[tuple[int, int]]] = [[]]
         flags = parsed.state.flags
+        self.final = -1  # the accepting node
         try:
-            self._build(
+            self.final = self._build(
                 list(parsed),
                 0,
                 bool(flags & re.IGNORECASE),
@@ -280,6 +281,7 @@ class _PatternAnalysis:
         except _NoAutomaton:
             self.automaton = False
         self._start = self._closure({0})
+        self._steps: dict[tuple[frozenset[int], str], frozenset[int]] = {}
 
     # -- construction ------------------------------------------------------------------------------
     def _node(self) -> int:
@@ -361,6 +363,24 @@ class _PatternAnalysis:
                     seen.add(m)
                     todo.append(m)
         return frozenset(seen)
+
+    def states_after(self, text: str) -> frozenset[int]:
+        """Automaton nodes reached after ``text`` (a superset of the real ones); empty if none."""
+        states = self._start
+        for ch in text:
+            states = self.step(states, ch)
+            if not states:
+                break
+        return states
+
+    def step(self, states: frozenset[int], ch: str) -> frozenset[int]:
+        key = (states, ch)
+        found = self._steps.get(key)
+        if found is None:
+            found = self._steps[key] = self._closure(
+                {dst for n in states for atom, dst in self.edges[n] if self.atoms[atom].matches(ch)}
+            )
+        return found
 
     def next_char_bound(self, text: str) -> int:
         """Upper bound on the code point of a character that may follow ``text`` in a lexeme."""
@@ -708,6 +728,7 @@ class ReferenceChecker:
                 raise ValueError(f"newline terminal {ind.nl!r} is not a terminal of the grammar")
             self._nl_term = by_name[ind.nl]
             self._nl_cols: dict[bytes, frozenset[int]] = {}
+            self._nl_bfs: dict[tuple, tuple] = {}
             k, tl = ind.max_column, ind.tab_len
             runs = [(s, t) for t in range(max(0, k - 1) // tl + 1) for s in range(max(0, k - t * tl))]
             ws = {b" " * s + b"\t" * t for s, t in runs} | {b"\t" * t + b" " * s for s, t in runs}
@@ -885,20 +906,25 @@ class ReferenceChecker:
         return post.seq + (self.indenter.dedent,) * (len(post.stack) - 1)
 
     def _nl_columns(self, cur: bytes) -> frozenset[int]:
-        """Columns (< max_column) of the newline lexemes that complete ``cur``.
+        """Columns (< max_column) of the newline lexemes (holding a newline) that complete ``cur``.
 
-        Enumerated: ``cur + bridge + ws`` for each bridge in ``_NL_BRIDGES`` ("", a newline, or
-        a closer of a comment or string alternative then a newline) and each run ``ws`` of
-        spaces and tabs (spaces first or tabs first) of column < max_column, keeping the
-        lexemes of the newline terminal that hold a newline. A column only depends on the
-        spaces and tabs after the last newline, so this is exact whenever every column that
-        some completion reaches is reached by one of these. It is for newline terminals made of
-        ``\\r?\\n[\\t ]*`` runs and one-line comments (``#...``, ``//...``): there ``cur +
-        "\\n" + ws`` (``cur + "/\\n" + ws`` after a lone ``/``) is a lexeme for every ``ws``,
-        so every column below max_column is reached. A newline terminal with other
-        alternatives may need more bridges; a missing one only makes this checker stricter.
+        A column only depends on the spaces and tabs after the lexeme's last newline, and the
+        indenter and parser only on the column, so it is enough to find, for every column, one
+        completion reaching it. Two searches, each completion checked with the regex itself
+        (so a column is never reported without a real completion):
+
+        * ``_nl_search``: breadth-first over the terminal's automaton; it misses nothing when the
+          automaton is exact (no lookaround, lazy or counted repeat in the pattern), as for the
+          test grammars' newline terminals (``\\r?\\n[\\t ]*`` runs, ``//`` comments, raw
+          docstrings).
+        * ``cur + bridge + ws`` for each bridge in ``_NL_BRIDGES`` ("", a newline, or a closer of
+          a comment or string then a newline) and each run ``ws`` of spaces and tabs of column
+          < max_column: enough for newline terminals made of ``\\r?\\n[\\t ]*`` runs and
+          one-line or closed comments, whatever their automaton.
+
         A trailing partial UTF-8 character is first completed with the first few code points
         that keep the terminal alive (inside a comment every character is as good as another).
+        A newline terminal that defeats both searches only makes this checker stricter.
         """
         found = self._nl_cols.get(cur)
         if found is None and (_split_utf8(cur) or ("", b""))[1]:
@@ -918,7 +944,7 @@ class ReferenceChecker:
                     break
             found = self._nl_cols[cur] = frozenset(cols)
         if found is None:
-            term, cols = self._nl_term, set()
+            term, cols = self._nl_term, set(self._nl_search(cur))
             for bridge in _NL_BRIDGES:
                 head = cur + bridge
                 if bridge and not term.alive(head):
@@ -930,6 +956,93 @@ class ReferenceChecker:
                         cols.add(column)
             found = self._nl_cols[cur] = frozenset(cols)
         return found
+
+    def _nl_search(self, cur: bytes) -> dict[int, bytes]:
+        """Columns reached by completions of ``cur`` (complete characters) into a newline
+        lexeme, with a witness each: a breadth-first search over the newline terminal's
+        automaton (``_PatternAnalysis``), its state being (automaton nodes, column of the line
+        so far capped at max_column, whether a newline was seen). Characters: space, tab,
+        newline and one representative of every other class of ASCII (and a few non-ASCII)
+        characters that the automaton's atoms tell apart. Every witness is checked with the
+        regex itself, so a column is only reported with a real completion; the search misses
+        none when the automaton is exact (no lookaround, lazy or counted repeat in the
+        pattern), else the bridges of ``_nl_columns`` help."""
+        an, term = self._nl_term.analysis, self._nl_term
+        ind = self.indenter
+        assert ind is not None
+        if not an.automaton:
+            return {}
+        try:
+            text = cur.decode("utf-8")
+        except UnicodeDecodeError:
+            return {}
+        states = an.states_after(text)
+        if not states:
+            return {}
+        k, tl = ind.max_column, ind.tab_len
+        last = text.rsplit("\n", 1)[-1]
+        start = (states, min(last.count(" ") + tl * last.count("\t"), k), "\n" in text)
+        found: dict[int, bytes] = {}
+        for column, extensions in self._nl_candidates(start):
+            for extension in extensions:
+                witness = cur + extension.encode("utf-8")
+                if term.complete(witness):
+                    found[column] = witness
+                    break
+        return found
+
+    def _nl_candidates(self, start: tuple) -> tuple[tuple[int, tuple[str, ...]], ...]:
+        """The search of ``_nl_search`` from automaton state ``start``: for each column, the
+        first few (shortest) extensions that end in an accepting node with that column."""
+        cached = self._nl_bfs.get(start)
+        if cached is not None:
+            return cached
+        an = self._nl_term.analysis
+        ind = self.indenter
+        assert ind is not None
+        k, tl, per_column = ind.max_column, ind.tab_len, 3
+        seen: dict[tuple, str] = {start: ""}
+        todo = [start]
+        candidates: dict[int, list[str]] = {}
+        alphabet = self._nl_alphabet()
+        while todo:
+            nxt_todo = []
+            for key in todo:
+                nodes, column, has_nl = key
+                extension = seen[key]
+                if has_nl and column < k and an.final in nodes:
+                    found = candidates.setdefault(column, [])
+                    if len(found) < per_column:
+                        found.append(extension)
+                for ch in alphabet:
+                    after = an.step(nodes, ch)
+                    if not after:
+                        continue
+                    if ch == "\n":
+                        key2 = (after, 0, True)
+                    elif ch == " ":
+                        key2 = (after, min(column + 1, k), has_nl)
+                    elif ch == "\t":
+                        key2 = (after, min(column + tl, k), has_nl)
+                    else:
+                        key2 = (after, column, has_nl)
+                    if key2 not in seen:
+                        seen[key2] = extension + ch
+                        nxt_todo.append(key2)
+            todo = nxt_todo
+        result = self._nl_bfs[start] = tuple((c, tuple(e)) for c, e in sorted(candidates.items()))
+        return result
+
+    def _nl_alphabet(self) -> tuple[str, ...]:
+        alphabet = getattr(self, "_nl_chars", None)
+        if alphabet is None:
+            atoms = self._nl_term.analysis.atoms
+            reps: dict[tuple[bool, ...], str] = {}
+            for ch in [chr(c) for c in range(128)] + ["\u00e9", "\u00a0", "\u0085", "\u2028", "\u4e2d", "\U0001f600"]:
+                if ch not in " \t\n":
+                    reps.setdefault(tuple(atom.matches(ch) for atom in atoms), ch)
+            alphabet = self._nl_chars = (" ", "\t", "\n", *reps.values())
+        return alphabet
 
     # -- parser -----------------------------------------------------------------------------------
     def _parser_after(self, seq: tuple[str, ...]):
