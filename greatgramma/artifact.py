@@ -147,7 +147,8 @@ def load(
     if grammar is None:
         grammar = Grammar._from_artifact(gh["text"], start=gh["start"], source=gh["source"], indenter=ind)
     terminals = tuple(TerminalSpec(**t) for t in header["terminals"])
-    lexer = LexerDFA(a["lexer_delta"], a["lexer_accept"], a["lexer_prod"], terminals, a["lexer_accept_next"])
+    tab_len = ind.tab_len if ind is not None else 8
+    lexer = LexerDFA(a["lexer_delta"], a["lexer_accept"], a["lexer_prod"], terminals, a["lexer_accept_next"], tab_len)
     lalr = header["lalr"]
     table = ParseTable(
         a["lalr_action"],

@@ -19,6 +19,7 @@ from .errors import GrammarError
 from .parser import DEPENDS, ParseTable, Stack
 
 DEAD = -1
+ANY_COLUMN = -10  # pseudo-terminal: "a newline at some column" (lexer states that can still make every column)
 
 
 @dataclass(frozen=True)
@@ -130,11 +131,10 @@ class IndentedTable:
         self.indent, self.dedent = table.declared[ind.indent], table.declared[ind.dedent]
         self.opens = frozenset(index[n] for n in ind.open)
         self.closes = frozenset(index[n] for n in ind.close)
-        self.special = self.opens | self.closes | set(range(self.first_column, self.bad_column + 1))
+        self.special = self.opens | self.closes | set(range(self.first_column, self.bad_column + 1)) | {ANY_COLUMN}
         self.start_state, self.end_state = table.start_state, table.end_state
         self.num_states, self.nonterminals = table.num_states, table.nonterminals
         self.end = self.bad_column + 1
-        self._nl_known: dict[Stack, object] = {}  # known LALR segment -> after the newline (a memo)
 
     def initial_stack(self) -> Stack:
         return (~0, ~0, self.table.start_state)
@@ -152,6 +152,8 @@ class IndentedTable:
         table = self.table
         h = self._header(stack)
         depth = ~stack[0]
+        if term == ANY_COLUMN:  # the same column as the open block always fits when a newline does
+            return stack if depth > 0 or table.feed(stack, self.nl) is not None else None
         if term in self.opens or term in self.closes:
             if term in self.closes:
                 if depth == 0:
@@ -186,25 +188,26 @@ class IndentedTable:
         return (~depth, *(~x for x in levels)) + lalr[h:]
 
     def cut(self, stack: Stack, depth: int) -> tuple[Stack, Stack]:
-        """(below, known) as :meth:`ParseTable.cut`, the header always in the known part."""
+        """(below, known) as :meth:`ParseTable.cut`; the known part keeps the bracket depth (so
+        brackets and newlines inside brackets are decided there), the levels stay below."""
         h = self._header(stack)
         if len(stack) - h <= depth:
-            return (), stack
-        return stack[h:-depth], stack[:h] + stack[-depth:]
+            return stack[1:h], stack[:1] + stack[h:]
+        return stack[1:-depth], stack[:1] + stack[-depth:]
 
     def join(self, below: Stack, known: Stack) -> Stack:
-        if not below:
-            return known
-        h = self._header(known)
-        return known[:h] + below + known[h:]
+        return known[:1] + below + known[1:]
 
     def feed_known(self, known: Stack, term: int):
-        """:meth:`ParseTable.feed_known` on a known segment that starts with the header."""
+        """:meth:`ParseTable.feed_known` on ``(~bracket depth, top LALR states...)``.
+
+        A newline at a given column needs the indentation levels, which lie below: DEPENDS,
+        unless inside brackets (then it is dropped).
+        """
         table = self.table
-        h = self._header(known)
         if term not in self.special:
-            r = table.feed_known(known[h:], term)
-            return r if r is DEPENDS or r is False else known[:h] + r
+            r = table.feed_known(known[1:], term)
+            return r if r is DEPENDS or r is False else known[:1] + r
         depth = ~known[0]
         if term in self.opens or term in self.closes:
             if term in self.closes:
@@ -213,34 +216,14 @@ class IndentedTable:
                 depth -= 1
             else:
                 depth += 1
-            r = table.feed_known(known[h:], term)
-            return r if r is DEPENDS or r is False else (~depth,) + known[1:h] + r
+            r = table.feed_known(known[1:], term)
+            return r if r is DEPENDS or r is False else (~depth,) + r
         if depth > 0:
             return known
-        if term == self.bad_column:
-            return False
-        column = term - self.first_column
-        levels = [~x for x in known[1:h]]
-        lalr = known[h:]
-        r = self._nl_known.get(lalr, self)
-        if r is self:
-            r = self._nl_known[lalr] = table.feed_known(lalr, self.nl)
-            if len(self._nl_known) > 1 << 16:
-                self._nl_known.clear()
-                self._nl_known[lalr] = r
-        if column > levels[-1]:
-            levels.append(column)
-            if r is not DEPENDS and r is not False:
-                r = table.feed_known(r, self.indent)
-        else:
-            while column < levels[-1] and r is not DEPENDS and r is not False:
-                levels.pop()
-                r = table.feed_known(r, self.dedent)
-            if r is not DEPENDS and r is not False and column != levels[-1]:
-                return False
-        if r is DEPENDS or r is False:
-            return r
-        return (~depth, *(~x for x in levels)) + r
+        if term == ANY_COLUMN:
+            r = table.feed_known(known[1:], self.nl)
+            return r if r is DEPENDS or r is False else known
+        return False if term == self.bad_column else DEPENDS
 
     def accepts_end(self, stack: Stack) -> bool:
         h = self._header(stack)

@@ -84,6 +84,7 @@ class LexerDFA:
     prod: np.ndarray  # bool[Q, T], terminals whose lexeme can still be completed from the state
     terminals: tuple[TerminalSpec, ...]
     accept_next: np.ndarray  # int32[Q, 256], terminal the lexeme ends as when byte b follows (lookahead)
+    tab_len: int = 8  # indenter: columns a tab counts for (see ColumnMap)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "risky", _risky_states(self.delta, self.accept_next))
@@ -91,6 +92,7 @@ class LexerDFA:
         object.__setattr__(self, "_ext_index", {})
         object.__setattr__(self, "_relex", {})
         object.__setattr__(self, "_lock", threading.Lock())
+        object.__setattr__(self, "columns", ColumnMap.of(self) if self.terminals[-1].column is not None else None)
 
     @property
     def num_states(self) -> int:
@@ -190,6 +192,82 @@ class LexerDFA:
             return None
         rest = self.finish(ran[1])
         return None if rest is None else [fb, *ran[0], *rest]
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnMap:
+    """For a lexer whose newline terminal is split by indentation column (an indenter).
+
+    The same DFA with the counter forgotten (``base``), and how the column-split states map
+    to (base state, column) and back: token walks run once on the base DFA and are then
+    specialised to each column (``TokenTransducer``).
+    """
+
+    base_delta: np.ndarray  # int32[B, 256]
+    base_accept_next: np.ndarray  # int32[B, 256], the newline as its base terminal
+    base_risky: np.ndarray  # bool[B]
+    state_base: np.ndarray  # int64[Q]: base state of each state
+    state_column: np.ndarray  # int64[Q]: a column the state holds (any, where it does not matter)
+    state_of: np.ndarray  # int64[B, K + 1]: state for (base state, column), -1 if unreachable
+    nl: int  # base terminal id of the newline
+    first: int  # terminal id of column 0; column K (= max_column) means none or too deep
+    max_column: int
+    tab_len: int
+
+    @classmethod
+    def of(cls, lexer: "LexerDFA") -> "ColumnMap":
+        terms = lexer.terminals
+        first = next(i for i, t in enumerate(terms) if t.column is not None)
+        k = len(terms) - 1 - first
+        nl = next(i for i, t in enumerate(terms) if t.name == terms[first].name and t.column is None)
+        copies = lambda a: np.where(a >= first, nl, a)  # noqa: E731
+        delta, acc_next = lexer.delta, lexer.accept_next
+        _, cols, inv = np.unique(np.concatenate([delta, acc_next]).T, axis=0, return_index=True, return_inverse=True)
+        t, _, n, labels = _minimize_classes(delta[:, cols], copies(lexer.accept), copies(acc_next)[:, cols])
+        inv = inv.reshape(-1)
+        base_delta, base_next = t[:, inv], n[:, inv]
+        tab = lexer.tab_len
+        q = delta.shape[0]
+        state_of = np.full((len(base_delta), k + 1), -1, dtype=np.int64)
+        state_column = np.full(q, -1, dtype=np.int64)
+        todo = [(0, k)]
+        seen = {(0, k)}
+        while todo:
+            s, c = todo.pop()
+            state_of[labels[s], c] = s
+            if state_column[s] < 0:
+                state_column[s] = c
+            for b in np.nonzero(delta[s] != DEAD)[0].tolist():
+                nc = _next_column(c, b, k, tab)
+                key = (int(delta[s, b]), nc)
+                if key not in seen:
+                    seen.add(key)
+                    todo.append(key)
+        return cls(
+            base_delta.astype(np.int32),
+            base_next.astype(np.int32),
+            _risky_states(base_delta, base_next),
+            labels.astype(np.int64),
+            state_column,
+            state_of,
+            nl,
+            first,
+            k,
+            tab,
+        )
+
+
+def _next_column(c: int, b: int, k: int, tab: int) -> int:
+    """The indentation counter after byte b (k: no newline yet, or too deep)."""
+    if b == 10:
+        return 0
+    if c == k:
+        return k
+    if b == 32:
+        return min(c + 1, k)
+    if b == 9:
+        return min(c + tab, k)
+    return c
 
 
 def _utf8_valid(delta: np.ndarray) -> np.ndarray:
@@ -371,13 +449,11 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
 def _minimize(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
     """Moore partition refinement, keeping state 0 as the start (over classes of alike columns)."""
     if trans.shape[1] != accept_next.shape[1]:
-        return _minimize_classes(trans, accept, accept_next)
+        return _minimize_classes(trans, accept, accept_next)[:3]
     _, cols, inv = np.unique(np.concatenate([trans, accept_next]).T, axis=0, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
-    if len(cols) < trans.shape[1]:
-        t, a, n = _minimize_classes(trans[:, cols], accept, accept_next[:, cols])
-        return t[:, inv], a, n[:, inv]
-    return _minimize_classes(trans, accept, accept_next)
+    t, a, n, _ = _minimize_classes(trans[:, cols], accept, accept_next[:, cols])
+    return t[:, inv], a, n[:, inv]
 
 
 _ROW_HASH = np.random.default_rng(0).integers(1, 2**63, size=4096, dtype=np.uint64) | np.uint64(1)
@@ -414,7 +490,9 @@ def _minimize_classes(trans: np.ndarray, accept: np.ndarray, accept_next: np.nda
     reps = np.zeros(n, dtype=np.int64)
     reps[labels[::-1]] = np.arange(len(labels))[::-1]
     new_trans = np.where(trans[reps] >= 0, labels[np.maximum(trans[reps], 0)], DEAD).astype(np.int32)
-    return new_trans, accept[reps].astype(np.int32), accept_next[reps].astype(np.int32)
+    return new_trans, accept[reps].astype(np.int32), accept_next[reps].astype(np.int32), labels
+
+
 
 
 def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int) -> np.ndarray:
@@ -508,4 +586,5 @@ def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000, inde
         delta, acc, acc_next = _minimize(*split_columns(delta, acc, acc_next, nl, len(terminals), indenter))
         terminals += column_terminals(terminals, nl, indenter)
     prod = _producible(delta, acc, len(terminals))
-    return LexerDFA(np.ascontiguousarray(delta), acc, prod, tuple(terminals), acc_next)
+    tab_len = indenter.tab_len if indenter is not None else 8
+    return LexerDFA(np.ascontiguousarray(delta), acc, prod, tuple(terminals), acc_next, tab_len)

@@ -21,6 +21,7 @@ import numpy as np
 
 from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
+from .indenter import ANY_COLUMN
 from .lexer import DEAD
 from .parser import DEPENDS, Stack
 from .transducer import END, FALLBACK, NO_TERM
@@ -136,7 +137,7 @@ class Masker:
         terms = self._lexer.terminals
         self._ignored = [t.ignored for t in terms]
         prod = [np.nonzero(row)[0].tolist() for row in self._lexer.prod]
-        self._prod_visible = [[t for t in ts if not terms[t].ignored] for ts in prod]
+        self._prod_visible = [_group_columns([t for t in ts if not terms[t].ignored], terms) for ts in prod]
         self._prod_ignored = [any(terms[t].ignored for t in ts) for ts in prod]
         self._nwords = (self._vocab.vocab_size + 31) // 32
         self._eos = np.array(sorted(set(self._vocab.eos_token_ids)), dtype=np.int64)
@@ -230,7 +231,9 @@ class Masker:
         stack: Stack | None = state.stack
         q = self._lexer.base(state.lexer)
         if q != 0:
-            names += [terms[t].display for t in self._prod_visible[q] if table.feed(state.stack, t)]
+            names += [
+                terms[t if t != ANY_COLUMN else -1].display for t in self._prod_visible[q] if table.feed(state.stack, t)
+            ]
             winner = int(self._lexer.accept[q])
             if winner == DEAD:
                 return names
@@ -481,6 +484,14 @@ class Masker:
             if after is not None:
                 words |= view.fallback & self._token_words(path[1], after)
         return words
+
+
+def _group_columns(visible: list[int], terms) -> list[int]:
+    """Lexer states that can still end a newline at every column test them as one (``ANY_COLUMN``)."""
+    copies = [t for t in visible if terms[t].column is not None]
+    if not copies or len(copies) < sum(1 for t in terms if t.column is not None):
+        return visible
+    return [t for t in visible if terms[t].column is None] + [ANY_COLUMN]
 
 
 def _pack(allowed: np.ndarray) -> np.ndarray:

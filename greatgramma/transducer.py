@@ -26,6 +26,7 @@ END = -2  # outcome row kind: no further terminal, just the end state
 NO_TERM = -3  # walk result: the first lexeme is ignored, nothing is emitted for it
 FALLBACK = -4  # walk result from an extended state: the lexeme dies and backs up before the token
 _END_HELD = -5  # subtree result: ends inside the lexeme, still holding the entry fallback
+_END_LA = -6  # base subtree result: ends inside the lexeme, holding a fallback inside the string
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,6 +143,7 @@ class TokenTransducer:
             self.outcomes.term, self.outcomes.next = saved[1].tolist(), saved[2].tolist()
         self._cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._subtrees: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._base_subtrees: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
         self._lock = threading.Lock()
 
     def _emit(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
@@ -324,18 +326,24 @@ class TokenTransducer:
         found = np.unique(np.stack([np.broadcast_to(firsts, states.shape), states], axis=-1).reshape(-1, 2), axis=0)
         pairs = [(int(b), int(s)) for b, s in found.tolist() if s != DEAD]
         span = {b: hi - lo for b, lo, hi in self.root_children}
+        cols = self.lexer.columns
+        if cols is not None:  # walked once per base state (then specialised per column on use)
+            pairs = sorted({(b, int(cols.state_base[s])) for b, s in pairs})
         bound = sum(span[b] for b, _ in pairs)
         if bound > max_entries:
             raise ResourceLimitError(
                 f"token-level tables would hold up to {bound:,} entries (limit {max_entries:,}); "
                 "simplify the terminals or raise max_token_table_entries"
             )
-        self._fill_subtrees([p for p in pairs if p not in self._subtrees])
+        if cols is not None:
+            self._fill_base_subtrees([p for p in pairs if p not in self._base_subtrees])
+        else:
+            self._fill_subtrees([p for p in pairs if p not in self._subtrees])
         return len(pairs)
 
     @property
     def num_subtrees(self) -> int:
-        return len(self._subtrees)
+        return len(self._subtrees) + len(self._base_subtrees)
 
     def subtrees(self, pairs: list[tuple[int, int]]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """``walk``'s result restricted to the strings that start with byte b, entered in state s after b.
@@ -343,8 +351,159 @@ class TokenTransducer:
         A subtree is shared by every lexer state whose transition on b leads to s; new ones
         are walked together in one batch.
         """
-        self._fill_subtrees([p for p in pairs if p not in self._subtrees])
+        todo = [p for p in pairs if p not in self._subtrees]
+        cols = self.lexer.columns
+        if cols is None:
+            self._fill_subtrees(todo)
+        elif todo:
+            base = [(b, int(cols.state_base[st])) for b, st in todo]
+            self._fill_base_subtrees([p for p in dict.fromkeys(base) if p not in self._base_subtrees])
+            for pair, key in zip(todo, base):
+                got = self._specialise(self._base_subtrees[key], int(cols.state_column[pair[1]]))
+                with self._lock:
+                    self._subtrees.setdefault(pair, got)
         return [self._subtrees[p] for p in pairs]
+
+    # -- lexers with an indentation column (ColumnMap): walk the base DFA, specialise per column
+
+    def _fill_base_subtrees(self, pairs: list[tuple[int, int]]) -> None:
+        if not pairs:
+            return
+        cols = self.lexer.columns
+        span = {b: (lo, hi) for b, lo, hi in self.root_children}
+        lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
+        hi = np.array([span[b][1] for b, _ in pairs], dtype=np.int64)
+        state = np.array([q for _, q in pairs], dtype=np.int64)
+        origin = np.arange(len(pairs))
+        n = len(pairs)
+        zeros, false = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        one = self.trie.lengths[lo] == 1
+        held = cols.base_risky[state]
+        k = int(one.sum())
+        parts = [
+            (lo[one], np.where(held[one], _END_HELD, END).astype(np.int64), state[one], origin[one])
+            + (np.zeros(k, dtype=bool), np.zeros(k, dtype=np.int64))
+            + (np.full(k, -1, dtype=np.int64), np.full(k, DEAD, dtype=np.int64), np.zeros(k, dtype=bool), np.zeros(k, dtype=np.int64))
+        ]
+        la_off = np.where(held, -1, -2).astype(np.int64)
+        parts += self._walk_base(lo, hi, state, origin, la_off, np.full(n, DEAD, dtype=np.int64), false, zeros)
+        arrays = [np.concatenate(x) for x in zip(*parts)]
+        org = arrays.pop(3)
+        order = np.argsort(org, kind="stable")
+        bounds = np.searchsorted(org[order], np.arange(n + 1))
+        with self._lock:
+            for i, pair in enumerate(pairs):
+                sel = order[bounds[i] : bounds[i + 1]]
+                self._base_subtrees.setdefault(pair, tuple(a[sel] for a in arrays))
+
+    def _walk_base(self, lo, hi, state, origin, la_off, la_term, nl_seen, count):
+        """``_walk_from`` on the base DFA, with the column counted from the subtree's entry.
+
+        Each result also carries the column where its first lexeme ends or where the string
+        ends (newline seen in the string, count since it or since the entry), and for strings
+        that end holding a fallback inside themselves, that fallback (offset, terminal, column).
+        """
+        trie, cols = self.trie, self.lexer.columns
+        delta, accept_next, risky, tab = cols.base_delta, cols.base_accept_next, cols.base_risky, cols.tab_len
+        lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
+        la_nl, la_count = nl_seen.copy(), count.copy()
+        parts = []
+        for d in range(1, len(levels)):
+            if not len(lo):
+                break
+            starts = levels[d]
+            a, b = np.searchsorted(starts, lo), np.searchsorted(starts, hi)
+            child, parent = _expand_ranges(a, b)
+            c_lo = starts[child]
+            c_hi = np.where(child + 1 < b[parent], starts[np.minimum(child + 1, len(starts) - 1)], hi[parent])
+            p_state, c_org = state[parent], origin[parent]
+            c_off, c_term, c_nl, c_cnt = la_off[parent], la_term[parent], nl_seen[parent], count[parent]
+            c_lanl, c_lacnt = la_nl[parent], la_count[parent]
+            byte = matrix[c_lo, d]
+            nxt = delta[p_state, byte].astype(np.int64)
+            here = accept_next[p_state, byte].astype(np.int64)
+            dies = nxt == DEAD
+            back = dies & (here == DEAD) & (c_off >= 0)
+            brk = dies & ((here != DEAD) | back)
+            if brk.any():
+                s_ids, seg = _expand_ranges(c_lo[brk], c_hi[brk])
+                bk = back[brk]
+                first = np.where(bk, c_term[brk], here[brk])[seg]
+                rest = self.suffix[trie.offsets[s_ids] + np.where(bk, c_off[brk], d)[seg]]
+                f_nl = np.where(bk, c_lanl[brk], c_nl[brk])[seg]
+                f_cnt = np.where(bk, c_lacnt[brk], c_cnt[brk])[seg]
+                ok = rest != DEAD
+                first = np.where(self._ignored[first], NO_TERM, first)
+                m = int(ok.sum())
+                parts.append(
+                    (s_ids[ok], first[ok], rest[ok], c_org[brk][seg][ok], f_nl[ok], f_cnt[ok])
+                    + (np.full(m, -1, dtype=np.int64), np.full(m, DEAD, dtype=np.int64), np.zeros(m, bool), np.zeros(m, np.int64))
+                )
+            held = dies & (here == DEAD) & (c_off == -1)
+            if held.any():
+                s_ids, seg = _expand_ranges(c_lo[held], c_hi[held])
+                m = len(s_ids)
+                z = np.zeros(m, dtype=np.int64)
+                parts.append(
+                    (s_ids, np.full(m, FALLBACK, dtype=np.int64), z, c_org[held][seg], np.zeros(m, bool), z)
+                    + (np.full(m, -1, dtype=np.int64), np.full(m, DEAD, dtype=np.int64), np.zeros(m, bool), z)
+                )
+            alive = ~dies
+            c_lo, c_hi, nxt, c_org, byte = c_lo[alive], c_hi[alive], nxt[alive], c_org[alive], byte[alive]
+            c_nl, c_cnt, c_lanl, c_lacnt = c_nl[alive], c_cnt[alive], c_lanl[alive], c_lacnt[alive]
+            ends_lexeme = here[alive] != DEAD
+            c_off = np.where(ends_lexeme, d, c_off[alive])
+            c_term = np.where(ends_lexeme, here[alive], c_term[alive])
+            c_lanl, c_lacnt = np.where(ends_lexeme, c_nl, c_lanl), np.where(ends_lexeme, c_cnt, c_lacnt)
+            newline = byte == 10
+            c_nl = c_nl | newline
+            c_cnt = np.where(newline, 0, c_cnt + (byte == 32) + tab * (byte == 9))
+            c_off = np.where(risky[nxt], c_off, -2)
+            ends = lengths[c_lo] == d + 1
+            if ends.any():
+                off = c_off[ends]
+                kind = np.where(off == -1, _END_HELD, np.where(off >= 0, _END_LA, END)).astype(np.int64)
+                parts.append(
+                    (c_lo[ends], kind, nxt[ends], c_org[ends], c_nl[ends], c_cnt[ends])
+                    + (off, c_term[ends], c_lanl[ends], c_lacnt[ends])
+                )
+            more = (c_hi - c_lo > 1) | ~ends
+            lo, hi, state, origin = c_lo[more], c_hi[more], nxt[more], c_org[more]
+            la_off, la_term, nl_seen, count = c_off[more], c_term[more], c_nl[more], c_cnt[more]
+            la_nl, la_count = c_lanl[more], c_lacnt[more]
+        return parts
+
+    def _specialise(self, sym, column: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A base subtree's results for the state that holds ``column`` (see ``_walk_base``)."""
+        cols, lexer = self.lexer.columns, self.lexer
+        strings, kind, rest, nl, cnt, la_off, la_term, la_nl, la_cnt = sym
+        k = cols.max_column
+
+        def col(seen, n):
+            return np.where(seen, np.minimum(n, k), k if column == k else np.minimum(column + n, k))
+
+        def term(t, seen, n):
+            return np.where(t == cols.nl, cols.first + col(seen, n), t)
+
+        first = np.where(kind >= 0, term(kind, nl, cnt), kind)
+        first[kind == _END_LA] = END
+        rest = rest.copy()
+        ends = kind <= END
+        ends &= kind != NO_TERM
+        ends &= kind != FALLBACK
+        e = np.nonzero(ends)[0]
+        if len(e):
+            rest[e] = cols.state_of[rest[e], col(nl[e], cnt[e])]
+        inside = np.nonzero(kind == _END_LA)[0]
+        if len(inside):
+            t = term(la_term[inside], la_nl[inside], la_cnt[inside])
+            tstrings = self.trie.strings
+            rest[inside] = [
+                lexer.extended(q, u, tstrings[s][o:])
+                for q, u, s, o in zip(rest[inside].tolist(), t.tolist(), strings[inside].tolist(), la_off[inside].tolist())
+            ]
+        first = np.where(kind == _END_HELD, _END_HELD, first)
+        return strings, first, rest
 
     def _fill_subtrees(self, pairs: list[tuple[int, int]]) -> None:
         if not pairs:
