@@ -6,7 +6,8 @@ seeded random walks over:
 
 * a small indentation grammar with ``gg.Indenter`` (``_NL``/``_INDENT``/``_DEDENT``, calls with
   parenthesised arguments that span lines, an ignored inline whitespace, a ``//`` comment inside
-  the newline terminal, a small ``max_column`` so the limit is reached), and
+  the newline terminal, a small ``max_column`` so the limit is reached), and one whose
+  newline terminal also takes a raw docstring (``"\\n  r"`` alive, ``"\\n  return"`` split), and
 * grammars that need backtracking but no indenter (``"a"``, ``/ab+c/``, ``"b"``; a number with
   an exponent next to names), and strings whose completeness depends on the character after
   them (``/"(?!"").*?"/``, with and without a ``\"\"\"...\"\"\"`` string).
@@ -50,6 +51,18 @@ call: NAME "(" [arg ("," arg)*] ")"
 NAME: /[a-z]+/
 _NL: (/(\r?\n[\t ]*)+/ | /\/\/[^\n]*/)+
 %ignore /[\t ]+/
+%declare _INDENT _DEDENT
+"""
+
+# The motivating case of backtracking: the newline terminal also takes a raw docstring, so
+# "\n  r" is alive (a prefix of "\n  r'''...'''") but "\n  return" lexes as _NL("\n  ") RETURN.
+DOCSTRING = r"""
+start: (_NL | stmt)*
+stmt: "return" NAME? _NL | NAME _NL | "if" NAME ":" suite
+suite: _NL _INDENT stmt+ _DEDENT
+NAME: /[a-z]+/
+_NL: (/(\r?\n[\t ]*)+/ | /r'''[^']*'''/)+
+%ignore " "
 %declare _INDENT _DEDENT
 """
 
@@ -112,6 +125,11 @@ _INDENT_PIECES = [
     # UTF-8: only comments take it
     "é".encode(), b"\xc3", b"\xa9", "// é\n".encode(), b"\xff",
 ]
+_DOCSTRING_PIECES = [
+    *[bytes([c]) for c in b"abcdeinortuxyz :'\n\t"], b"\n  ", b"\n    ", b"  ", b"return", b"ret", b"urn",
+    b"r'", b"''", b"'" * 3, b"r" + b"'" * 3, b"\n  r", b"\n    re", b"if ", b":\n", b":\n  ", b"x\n",
+    b"'" * 3 + b"\n", b"\n\t", b"\n        ", b" r", b"re", b"\nr", b"'" * 3 + b"\n  ", b"\n  return", b"rx",
+]
 _BACKTRACK_PIECES = [
     b"a", b"b", b"c", b"x", b"e", b"1", b"2", b"+", b"-", b" ", b"z", b"0",
     b"ab", b"bb", b"abb", b"bc", b"abc", b"bbc", b"xa", b"ba", b"aa", b"abba", b"xab",
@@ -157,20 +175,25 @@ def _masker(grammar: gg.Grammar, tokens: list[Optional[bytes]]) -> tuple[gg.Mask
 
 @functools.lru_cache(maxsize=None)
 def setup(name: str) -> Setup:
-    if name == "indent":
+    if name in ("indent", "docstring"):
         if not hasattr(gg, "Indenter"):
             pytest.skip("gg.Indenter is not available in this build of greatgramma")
+        text, brackets, pieces = {
+            "indent": (INDENTED, ("LPAR", "RPAR"), _INDENT_PIECES),
+            "docstring": (DOCSTRING, (), _DOCSTRING_PIECES),
+        }[name]
+        opens, closes = brackets[:1], brackets[1:]
         indenter = gg.Indenter(
-            nl="_NL", indent="_INDENT", dedent="_DEDENT", open=("LPAR",), close=("RPAR",),
+            nl="_NL", indent="_INDENT", dedent="_DEDENT", open=opens, close=closes,
             tab_len=8, max_column=MAX_COLUMN,
         )  # fmt: skip
-        tokens = token_table(_INDENT_PIECES)
-        masker, vocab_size = _masker(gg.Grammar(INDENTED, indenter=indenter), tokens)
+        tokens = token_table(pieces)
+        masker, vocab_size = _masker(gg.Grammar(text, indenter=indenter), tokens)
         ref = ReferenceChecker(
-            INDENTED,
-            indenter=dict(nl="_NL", open=("LPAR",), close=("RPAR",), tab_len=8, max_column=MAX_COLUMN),
+            text, indenter=dict(nl="_NL", open=opens, close=closes, tab_len=8, max_column=MAX_COLUMN)
         )
-        lark = Lark(INDENTED, parser="lalr", lexer="basic", postlex=_LarkIndenter())
+        postlex = type("Postlex", (_LarkIndenter,), dict(OPEN_PAREN_types=list(opens), CLOSE_PAREN_types=list(closes)))
+        lark = Lark(text, parser="lalr", lexer="basic", postlex=postlex())
         return Setup(name, tokens, vocab_size, masker, ref, lark)
     text = {"short_long": SHORT_LONG, "quantity": QUANTITY, "guarded": GUARDED, "guarded_short": GUARDED_SHORT}[name]
     tokens = token_table(_GUARD_PIECES if name.startswith("guarded") else _BACKTRACK_PIECES)
@@ -361,3 +384,29 @@ def test_backtracking_grammar_matches_the_reference(name: str) -> None:
         walk(s, rng, len(ids) + 8, frozenset(), script=ids)
     for _ in range(16):
         walk(s, rng, rng.randint(8, 25), frozenset())
+
+
+# ----------------------------------------------------------------------------------------------
+# Backtracking inside the newline terminal, with the indenter
+
+DOCSTRING_PROGRAMS = [
+    b"if x:\n  return y\n  r'''doc'''\n  return\nz\n",
+    b"if x:\n\tr\n\trx\n        re\n",  # "\n\tr" backtracks before a NAME; a tab is 8 spaces
+    b"r'''a\n  b'''\nx\n",
+]
+
+
+def test_docstring_newlines_match_the_reference() -> None:
+    s = setup("docstring")
+    rng = random.Random(44)
+    assert s.ref.lex(b"if x:\n  return") == (["IF", "NAME", "COLON", "_NL", "_INDENT"], b"return")
+    assert s.ref.viable(b"if x:\n  r")
+    for text in DOCSTRING_PROGRAMS:
+        assert s.ref.complete(text) and lark_parses(s, text), text
+        ids = spell(s, rng, text)
+        assert walk(s, rng, len(ids), frozenset(), script=ids) == text
+        cut = rng.randint(0, len(ids))
+        walk(s, rng, cut + 12, frozenset(), script=ids[:cut])
+    shapes = favoured_ids(s, lambda t: b"\n" in t or b"r" in t or b"'" in t)
+    for _ in range(8):
+        walk(s, rng, rng.randint(10, 30), shapes)
