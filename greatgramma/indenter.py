@@ -65,37 +65,39 @@ def split_columns(delta, accept, accept_next, nl: int, num_terms: int, ind: Inde
     ``max_column`` for "no ``\\n`` yet, or too deep". States where the count cannot matter
     merge again when the caller minimizes.
     """
+    from .lexer import _column_steps
+
     k = ind.max_column
-    q = delta.shape[0]
-    # counter transition per byte: reset on \n, +1 on space, +tab_len on tab, else unchanged
-    cols = np.arange(k + 1)
-    step = np.tile(cols, (256, 1))  # [byte, counter]
-    step[ord("\n")] = 0
-    step[ord(" ")] = np.where(cols < k, np.minimum(cols + 1, k), k)
-    step[ord("\t")] = np.where(cols < k, np.minimum(cols + ind.tab_len, k), k)
+    step = _column_steps(k, ind.tab_len)
+    # all reachable (state, counter) pairs, breadth first from (start, no newline yet)
     index = {(0, k): 0}
     pairs = [(0, k)]
-    rows, acc, acc_next = [], [], []
-
-    def label(t: np.ndarray, c: int) -> np.ndarray:
-        return np.where(t == nl, num_terms + c, t)
-
-    i = 0
-    while i < len(pairs):
-        s, c = pairs[i]
-        row = np.full(256, DEAD, dtype=np.int32)
-        for b in np.nonzero(delta[s] != DEAD)[0].tolist():
-            key = (int(delta[s, b]), int(step[b, c]))
-            j = index.get(key)
-            if j is None:
-                j = index[key] = len(pairs)
-                pairs.append(key)
-            row[b] = j
-        rows.append(row)
-        acc.append(label(np.array(accept[s]), c))
-        acc_next.append(label(accept_next[s], c))
-        i += 1
-    return np.array(rows, dtype=np.int32), np.array(acc, dtype=np.int32), np.array(acc_next, dtype=np.int32)
+    fs, fc = np.array([0]), np.array([k])
+    src_rows, src_bytes, dst_keys = [], [], []
+    while len(fs):
+        i, b = np.nonzero(delta[fs] != DEAD)
+        ns, nc = delta[fs[i], b].astype(np.int64), step[b, fc[i]]
+        src_rows.append(np.array([index[(s, c)] for s, c in zip(fs[i].tolist(), fc[i].tolist())], dtype=np.int64))
+        src_bytes.append(b)
+        keys = (ns * (k + 1) + nc).tolist()
+        dst_keys.append(keys)
+        fresh = []
+        for key in dict.fromkeys(keys):
+            pair = (key // (k + 1), key % (k + 1))
+            if pair not in index:
+                index[pair] = len(pairs)
+                pairs.append(pair)
+                fresh.append(pair)
+        fs = np.array([s for s, _ in fresh], dtype=np.int64)
+        fc = np.array([c for _, c in fresh], dtype=np.int64)
+    rows = np.full((len(pairs), 256), DEAD, dtype=np.int32)
+    for r, b, keys in zip(src_rows, src_bytes, dst_keys):
+        rows[r, b] = [index[(key // (k + 1), key % (k + 1))] for key in keys]
+    ps = np.array([s for s, _ in pairs], dtype=np.int64)
+    pc = np.array([c for _, c in pairs], dtype=np.int64)
+    acc = np.where(accept[ps] == nl, num_terms + pc, accept[ps])
+    acc_next = np.where(accept_next[ps] == nl, (num_terms + pc)[:, None], accept_next[ps])
+    return rows, acc.astype(np.int32), acc_next.astype(np.int32)
 
 
 def column_terminals(terminals: list, nl: int, ind: Indenter) -> list:

@@ -230,19 +230,21 @@ class ColumnMap:
         q = delta.shape[0]
         state_of = np.full((len(base_delta), k + 1), -1, dtype=np.int64)
         state_column = np.full(q, -1, dtype=np.int64)
-        todo = [(0, k)]
-        seen = {(0, k)}
-        while todo:
-            s, c = todo.pop()
-            state_of[labels[s], c] = s
-            if state_column[s] < 0:
-                state_column[s] = c
-            for b in np.nonzero(delta[s] != DEAD)[0].tolist():
-                nc = _next_column(c, b, k, tab)
-                key = (int(delta[s, b]), nc)
-                if key not in seen:
-                    seen.add(key)
-                    todo.append(key)
+        step = _column_steps(k, tab)
+        seen = np.zeros((q, k + 1), dtype=bool)
+        seen[0, k] = True
+        fs, fc = np.array([0]), np.array([k])
+        while len(fs):
+            state_of[labels[fs], fc] = fs
+            unset = state_column[fs] < 0
+            state_column[fs[unset]] = fc[unset]
+            i, b = np.nonzero(delta[fs] != DEAD)
+            ns, nc = delta[fs[i], b].astype(np.int64), step[b, fc[i]]
+            new = ~seen[ns, nc]
+            ns, nc = ns[new], nc[new]
+            keys = np.unique(ns * (k + 1) + nc)
+            fs, fc = keys // (k + 1), keys % (k + 1)
+            seen[fs, fc] = True
         return cls(
             base_delta.astype(np.int32),
             base_next.astype(np.int32),
@@ -257,36 +259,35 @@ class ColumnMap:
         )
 
 
-def _next_column(c: int, b: int, k: int, tab: int) -> int:
-    """The indentation counter after byte b (k: no newline yet, or too deep)."""
-    if b == 10:
-        return 0
-    if c == k:
-        return k
-    if b == 32:
-        return min(c + 1, k)
-    if b == 9:
-        return min(c + tab, k)
-    return c
+def _column_steps(k: int, tab: int) -> np.ndarray:
+    """int64[256, k + 1]: the indentation counter after a byte (k: no newline yet, or too deep)."""
+    cols = np.arange(k + 1)
+    step = np.tile(cols, (256, 1))
+    step[ord("\n")] = 0
+    step[ord(" ")] = np.where(cols < k, np.minimum(cols + 1, k), k)
+    step[ord("\t")] = np.where(cols < k, np.minimum(cols + tab, k), k)
+    return step
 
 
 def _utf8_valid(delta: np.ndarray) -> np.ndarray:
     """bool[Q, 256]: bytes that keep the text a valid UTF-8 prefix (all bytes where unsure)."""
     n = delta.shape[0]
-    pos = np.full(n, -1, dtype=np.int64)
+    pos = np.full(n, -2, dtype=np.int64)  # UTF-8 decoder state reached in; -2 unseen, -1 invalid
     pos[0] = 0
     mixed = np.zeros(n, dtype=bool)
-    todo = [0]
-    while todo:
-        s = todo.pop()
-        u = int(pos[s])
-        for b in np.nonzero(delta[s] != DEAD)[0].tolist():
-            t, nu = int(delta[s, b]), int(_UTF8_NEXT[u, b]) if u >= 0 else -1
-            if pos[t] == -1 and not mixed[t] and t != 0:
-                pos[t] = nu
-                todo.append(t)
-            elif pos[t] != nu:
-                mixed[t] = True
+    frontier = np.array([0])
+    while len(frontier):
+        i, b = np.nonzero(delta[frontier] != DEAD)
+        src = frontier[i]
+        t = delta[src, b].astype(np.int64)
+        u = pos[src]
+        nu = np.where(u >= 0, _UTF8_NEXT[np.maximum(u, 0), b], -1)
+        seen = pos[t] != -2
+        mixed[t[seen & (pos[t] != nu)]] = True
+        t, nu = t[~seen], nu[~seen]
+        pos[t] = nu
+        mixed[t[pos[t] != nu]] = True  # reached in two decoder states in the same round
+        frontier = np.unique(t)
     valid = _UTF8_NEXT[np.maximum(pos, 0)] >= 0
     valid[mixed | (pos < 0)] = True
     return valid
