@@ -128,7 +128,7 @@ class _Block:
 class Masker:
     """Computes masks and advances states for one compiled grammar. Thread-safe; states are values."""
 
-    def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 1):
+    def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 2):
         self.compiled = compiled
         self._transducer = compiled.transducer
         self._table = compiled.parse_table
