@@ -335,15 +335,13 @@ class TokenTransducer:
                 f"token-level tables would hold up to {bound:,} entries (limit {max_entries:,}); "
                 "simplify the terminals or raise max_token_table_entries"
             )
-        if cols is not None:
-            self._fill_base_subtrees([p for p in pairs if p not in self._base_subtrees])
-        else:
-            self._fill_subtrees([p for p in pairs if p not in self._subtrees])
+        done = self._subtrees if cols is None else self._base_subtrees
+        self._fill_base_subtrees([p for p in pairs if p not in done])
         return len(pairs)
 
     @property
     def num_subtrees(self) -> int:
-        return len(self._subtrees) + len(self._base_subtrees)
+        return len(self._subtrees) if self.lexer.columns is None else len(self._base_subtrees)
 
     def subtrees(self, pairs: list[tuple[int, int]]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """``walk``'s result restricted to the strings that start with byte b, entered in state s after b.
@@ -354,7 +352,7 @@ class TokenTransducer:
         todo = [p for p in pairs if p not in self._subtrees]
         cols = self.lexer.columns
         if cols is None:
-            self._fill_subtrees(todo)
+            self._fill_base_subtrees(todo)
         elif todo:
             base = [(b, int(cols.state_base[st])) for b, st in todo]
             self._fill_base_subtrees([p for p in dict.fromkeys(base) if p not in self._base_subtrees])
@@ -364,12 +362,18 @@ class TokenTransducer:
                     self._subtrees.setdefault(pair, got)
         return [self._subtrees[p] for p in pairs]
 
-    # -- lexers with an indentation column (ColumnMap): walk the base DFA, specialise per column
+    # Walks run on the base DFA: the lexer's own, or with an indenter the DFA without the column
+    # counter (ColumnMap); ``_specialise`` then fills in the column of the state that enters.
+
+    def _base_dfa(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        cols, lexer = self.lexer.columns, self.lexer
+        if cols is None:
+            return lexer.delta, lexer.accept_next, lexer.risky, lexer.tab_len
+        return cols.base_delta, cols.base_accept_next, cols.base_risky, cols.tab_len
 
     def _fill_base_subtrees(self, pairs: list[tuple[int, int]]) -> None:
         if not pairs:
             return
-        cols = self.lexer.columns
         span = {b: (lo, hi) for b, lo, hi in self.root_children}
         lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
         hi = np.array([span[b][1] for b, _ in pairs], dtype=np.int64)
@@ -378,7 +382,7 @@ class TokenTransducer:
         n = len(pairs)
         zeros, false = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
         one = self.trie.lengths[lo] == 1
-        held = cols.base_risky[state]
+        held = self._base_dfa()[2][state]
         k = int(one.sum())
         parts = [
             (lo[one], np.where(held[one], _END_HELD, END).astype(np.int64), state[one], origin[one])
@@ -391,20 +395,25 @@ class TokenTransducer:
         org = arrays.pop(3)
         order = np.argsort(org, kind="stable")
         bounds = np.searchsorted(org[order], np.arange(n + 1))
-        with self._lock:
-            for i, pair in enumerate(pairs):
-                sel = order[bounds[i] : bounds[i + 1]]
-                self._base_subtrees.setdefault(pair, tuple(a[sel] for a in arrays))
+        plain = self.lexer.columns is None  # then the base DFA is the lexer's: store the results as they are
+        for i, pair in enumerate(pairs):
+            sel = order[bounds[i] : bounds[i + 1]]
+            sym = tuple(a[sel] for a in arrays)
+            got = self._specialise(sym, None) if plain else sym
+            with self._lock:
+                (self._subtrees if plain else self._base_subtrees).setdefault(pair, got)
 
     def _walk_base(self, lo, hi, state, origin, la_off, la_term, nl_seen, count):
-        """``_walk_from`` on the base DFA, with the column counted from the subtree's entry.
+        """Walk trie nodes [lo, hi) at depth 1 (entered in base DFA ``state``) down to their strings.
 
-        Each result also carries the column where its first lexeme ends or where the string
-        ends (newline seen in the string, count since it or since the entry), and for strings
-        that end holding a fallback inside themselves, that fallback (offset, terminal, column).
+        ``la_off``/``la_term``: where the lexeme could last end inside the string (offset,
+        terminal), or -1: the fallback it entered with is still held, -2: none. Each result
+        also carries the column where its first lexeme ends or where the string ends (newline
+        seen in the string, count since it or since the entry), and for strings that end
+        holding a fallback inside themselves, that fallback (offset, terminal, column).
         """
-        trie, cols = self.trie, self.lexer.columns
-        delta, accept_next, risky, tab = cols.base_delta, cols.base_accept_next, cols.base_risky, cols.tab_len
+        trie = self.trie
+        delta, accept_next, risky, tab = self._base_dfa()
         lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
         la_nl, la_count = nl_seen.copy(), count.copy()
         parts = []
@@ -473,26 +482,23 @@ class TokenTransducer:
             la_nl, la_count = c_lanl[more], c_lacnt[more]
         return parts
 
-    def _specialise(self, sym, column: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A base subtree's results for the state that holds ``column`` (see ``_walk_base``)."""
+    def _specialise(self, sym, column: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A base subtree's results for the state that enters it (holding ``column``, if any)."""
         cols, lexer = self.lexer.columns, self.lexer
         strings, kind, rest, nl, cnt, la_off, la_term, la_nl, la_cnt = sym
-        k = cols.max_column
+        k = cols.max_column if cols is not None else 0
 
         def col(seen, n):
             return np.where(seen, np.minimum(n, k), k if column == k else np.minimum(column + n, k))
 
         def term(t, seen, n):
-            return np.where(t == cols.nl, cols.first + col(seen, n), t)
+            return t if cols is None else np.where(t == cols.nl, cols.first + col(seen, n), t)
 
         first = np.where(kind >= 0, term(kind, nl, cnt), kind)
         first[kind == _END_LA] = END
         rest = rest.copy()
-        ends = kind <= END
-        ends &= kind != NO_TERM
-        ends &= kind != FALLBACK
-        e = np.nonzero(ends)[0]
-        if len(e):
+        e = np.nonzero(np.isin(kind, (END, _END_HELD, _END_LA)))[0]
+        if len(e) and cols is not None:
             rest[e] = cols.state_of[rest[e], col(nl[e], cnt[e])]
         inside = np.nonzero(kind == _END_LA)[0]
         if len(inside):
@@ -502,88 +508,4 @@ class TokenTransducer:
                 lexer.extended(q, u, tstrings[s][o:])
                 for q, u, s, o in zip(rest[inside].tolist(), t.tolist(), strings[inside].tolist(), la_off[inside].tolist())
             ]
-        first = np.where(kind == _END_HELD, _END_HELD, first)
         return strings, first, rest
-
-    def _fill_subtrees(self, pairs: list[tuple[int, int]]) -> None:
-        if not pairs:
-            return
-        span = {b: (lo, hi) for b, lo, hi in self.root_children}
-        lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
-        hi = np.array([span[b][1] for b, _ in pairs], dtype=np.int64)
-        state = np.array([s for _, s in pairs], dtype=np.int64)
-        origin = np.arange(len(pairs))
-        one = self.trie.lengths[lo] == 1  # a one-byte string: it ends right here, inside the lexeme
-        held = self.lexer.risky[state]  # the lexeme keeps whatever fallback it entered with
-        end_kind = np.where(held[one], _END_HELD, END).astype(np.int64)
-        parts = [(lo[one], end_kind, state[one], origin[one])]
-        la_off = np.where(held, -1, -2).astype(np.int64)
-        parts += self._walk_from(lo, hi, state, origin, 1, la_off, np.full(len(lo), DEAD, dtype=np.int64))
-        s_ids, first, rest, org = (np.concatenate(x) for x in zip(*parts))
-        order = np.argsort(org, kind="stable")
-        bounds = np.searchsorted(org[order], np.arange(len(pairs) + 1))
-        with self._lock:
-            for k, pair in enumerate(pairs):
-                sel = order[bounds[k] : bounds[k + 1]]
-                self._subtrees.setdefault(pair, (s_ids[sel], first[sel], rest[sel]))
-
-    def _walk_from(self, lo, hi, state, origin, depth: int, la_off, la_term):
-        """Walk trie nodes [lo, hi) at ``depth`` (entered in lexer ``state``) down to their strings.
-
-        ``la_off``/``la_term``: where the lexeme could last end inside the string (offset,
-        terminal), or -1: the fallback it entered with is still held, -2: none.
-        """
-        trie, lexer = self.trie, self.lexer
-        delta, accept_next, risky = lexer.delta, lexer.accept_next, lexer.risky
-        lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        for d in range(depth, len(levels)):
-            if not len(lo):
-                break
-            starts = levels[d]
-            a, b = np.searchsorted(starts, lo), np.searchsorted(starts, hi)
-            child, parent = _expand_ranges(a, b)
-            c_lo = starts[child]
-            c_hi = np.where(child + 1 < b[parent], starts[np.minimum(child + 1, len(starts) - 1)], hi[parent])
-            p_state, c_org = state[parent], origin[parent]
-            c_off, c_term = la_off[parent], la_term[parent]
-            byte = matrix[c_lo, d]
-            nxt = delta[p_state, byte].astype(np.int64)
-            here = accept_next[p_state, byte].astype(np.int64)
-            dies = nxt == DEAD
-            # the lexeme ends before this byte, or backs up to where it last could end
-            back = dies & (here == DEAD) & (c_off >= 0)
-            brk = dies & ((here != DEAD) | back)
-            if brk.any():
-                s_ids, seg = _expand_ranges(c_lo[brk], c_hi[brk])
-                first = np.where(back[brk], c_term[brk], here[brk])[seg]
-                rest = self.suffix[trie.offsets[s_ids] + np.where(back[brk], c_off[brk], d)[seg]]
-                ok = rest != DEAD
-                first = np.where(self._ignored[first], NO_TERM, first)
-                parts.append((s_ids[ok], first[ok], rest[ok], c_org[brk][seg][ok]))
-            held = dies & (here == DEAD) & (c_off == -1)  # dies holding the entry fallback
-            if held.any():
-                s_ids, seg = _expand_ranges(c_lo[held], c_hi[held])
-                n = len(s_ids)
-                parts.append((s_ids, np.full(n, FALLBACK, dtype=np.int64), np.zeros(n, dtype=np.int64), c_org[held][seg]))
-            alive = ~dies
-            c_lo, c_hi, nxt, c_org = c_lo[alive], c_hi[alive], nxt[alive], c_org[alive]
-            ends_lexeme = here[alive] != DEAD
-            c_off = np.where(ends_lexeme, d, c_off[alive])
-            c_term = np.where(ends_lexeme, here[alive], c_term[alive])
-            c_off = np.where(risky[nxt], c_off, -2)
-            ends = lengths[c_lo] == d + 1
-            if ends.any():
-                kind = np.where(c_off[ends] == -1, _END_HELD, END).astype(np.int64)
-                end_state = nxt[ends]
-                inside = np.nonzero(c_off[ends] >= 0)[0]
-                if len(inside):
-                    end_state = end_state.copy()
-                    end_state[inside] = self._end_states(
-                        end_state[inside], c_term[ends][inside], c_lo[ends][inside], c_off[ends][inside]
-                    )
-                parts.append((c_lo[ends], kind, end_state, c_org[ends]))
-            more = (c_hi - c_lo > 1) | ~ends
-            lo, hi, state, origin = c_lo[more], c_hi[more], nxt[more], c_org[more]
-            la_off, la_term = c_off[more], c_term[more]
-        return parts
