@@ -122,7 +122,6 @@ class _Block:
     code: np.ndarray  # int32 per string of the byte's range
     firsts: frozenset
     end_states: frozenset
-    fallback: np.ndarray  # string ids (in the byte's range) that back up to the state's fallback
 
 
 class Masker:
@@ -341,12 +340,24 @@ class Masker:
         if q != 0:
             live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td.root_children if delta[b] != DEAD]
             walked = td.subtrees([(b, st) for b, _, _, st in live])
+            shared = lexer.columns is None  # with an indenter, blocks rarely recur: batch them instead
+            fresh = []
             for (b, lo, hi, st), arrays in zip(live, walked):
-                blk = self._subtree_block(b, lo, hi, st, arrays, x)
+                resolved = td.resolve(arrays, x, b)
+                if not shared or resolved is not arrays:
+                    fresh.append(resolved)
+                    continue
+                blk = self._subtree_block(b, lo, hi, st, arrays)
                 by_string[lo:hi] = blk.code
                 firsts |= blk.firsts
                 ends |= blk.end_states
-                fallback[lo + blk.fallback] = True
+            if fresh:
+                strings, first, rest = (np.concatenate(a) for a in zip(*fresh))
+                code, f, e = self._codes(first, rest)
+                by_string[strings] = code
+                fallback[strings[first == FALLBACK]] = True
+                firsts |= f
+                ends |= e
         tokens = self._string_of_token
         got = _LexerView(
             by_string[tokens],
@@ -358,32 +369,29 @@ class Masker:
             got = self._views.setdefault(x, got)
         return got
 
-    def _subtree_block(self, b: int, lo: int, hi: int, state: int, arrays, x: int) -> _Block:
-        """Strings whose first byte continues the lexeme into DFA state ``state``.
-
-        Shared by all lexer states entering it alike; resolved for x where the lexeme's
-        fallback matters (``TokenTransducer.resolve``).
-        """
-        resolved = self._transducer.resolve(arrays, x, b)
+    def _subtree_block(self, b: int, lo: int, hi: int, state: int, arrays) -> _Block:
+        """Strings whose first byte continues the lexeme into DFA state ``state``, shared by all
+        lexer states that enter it alike (``TokenTransducer.resolve`` left them unchanged)."""
         key = (b, state)
-        got = self._blocks.get(key) if resolved is arrays else None
+        got = self._blocks.get(key)
         if got is None:
-            strings, first, rest = resolved
-            is_end = first == END
-            back = first == FALLBACK
-            is_row = ~is_end & ~back
+            strings, first, rest = arrays
             code = np.full(hi - lo, self._dead_code, dtype=np.int32)
-            code[strings[is_row] - lo] = (first[is_row] - NO_TERM) * self._num_rows + rest[is_row]
-            code[strings[is_end] - lo] = self._end_base + rest[is_end]
-            got = _Block(
-                code,
-                frozenset(np.unique(first[is_row]).tolist()),
-                frozenset(np.unique(rest[is_end]).tolist()),
-                strings[back] - lo,
-            )
-            if resolved is arrays:
-                got = self._blocks.setdefault(key, got)
+            code[strings - lo], firsts, ends = self._codes(first, rest)
+            got = self._blocks.setdefault(key, _Block(code, frozenset(firsts), frozenset(ends)))
         return got
+
+    def _codes(self, first: np.ndarray, rest: np.ndarray) -> tuple[np.ndarray, set[int], set[int]]:
+        """Status codes of walk results, and the first terminals and end states among them."""
+        is_end = first == END
+        is_row = ~is_end & (first != FALLBACK)
+        code = np.full(len(first), self._dead_code, dtype=np.int32)
+        code[is_row] = (first[is_row] - NO_TERM) * self._num_rows + rest[is_row]
+        code[is_end] = self._end_base + rest[is_end]
+        seen = np.zeros(len(self._ignored) - NO_TERM, dtype=bool)
+        seen[first[is_row] - NO_TERM] = True
+        ends = np.nonzero(np.bincount(rest[is_end]))[0] if is_end.any() else ()
+        return code, set((np.nonzero(seen)[0] + NO_TERM).tolist()), set(np.asarray(ends).tolist())
 
     def _split(self, node: int, top: Stack) -> _Split:
         """Walk the outcome trie below ``node`` with only the top of the stack known (paper Alg. 5).

@@ -356,9 +356,14 @@ class TokenTransducer:
         elif todo:
             base = [(b, int(cols.state_base[st])) for b, st in todo]
             self._fill_base_subtrees([p for p in dict.fromkeys(base) if p not in self._base_subtrees])
-            for pair, key in zip(todo, base):
-                got = self._specialise(self._base_subtrees[key], int(cols.state_column[pair[1]]))
-                with self._lock:
+            syms = [self._base_subtrees[key] for key in base]
+            sizes = np.array([len(sym[0]) for sym in syms], dtype=np.int64)
+            joined = tuple(np.concatenate(arrays) for arrays in zip(*syms))
+            column = np.repeat(cols.state_column[[st for _, st in todo]], sizes)
+            cuts = np.cumsum(sizes)[:-1]
+            pieces = [np.split(a, cuts) for a in self._specialise(joined, column)]
+            with self._lock:
+                for pair, got in zip(todo, zip(*pieces)):
                     self._subtrees.setdefault(pair, got)
         return [self._subtrees[p] for p in pairs]
 
@@ -482,27 +487,28 @@ class TokenTransducer:
             la_nl, la_count = c_lanl[more], c_lacnt[more]
         return parts
 
-    def _specialise(self, sym, column: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A base subtree's results for the state that enters it (holding ``column``, if any)."""
+    def _specialise(self, sym, column: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Base subtree results for the states that enter them (with the column each holds, per entry)."""
         cols, lexer = self.lexer.columns, self.lexer
         strings, kind, rest, nl, cnt, la_off, la_term, la_nl, la_cnt = sym
         k = cols.max_column if cols is not None else 0
 
-        def col(seen, n):
-            return np.where(seen, np.minimum(n, k), k if column == k else np.minimum(column + n, k))
+        def col(seen, n, at=slice(None)):
+            c = column[at]
+            return np.where(seen, np.minimum(n, k), np.where(c == k, k, np.minimum(c + n, k)))
 
-        def term(t, seen, n):
-            return t if cols is None else np.where(t == cols.nl, cols.first + col(seen, n), t)
+        def term(t, seen, n, at=slice(None)):
+            return t if cols is None else np.where(t == cols.nl, cols.first + col(seen, n, at), t)
 
         first = np.where(kind >= 0, term(kind, nl, cnt), kind)
         first[kind == _END_LA] = END
         rest = rest.copy()
         e = np.nonzero(np.isin(kind, (END, _END_HELD, _END_LA)))[0]
         if len(e) and cols is not None:
-            rest[e] = cols.state_of[rest[e], col(nl[e], cnt[e])]
+            rest[e] = cols.state_of[rest[e], col(nl[e], cnt[e], e)]
         inside = np.nonzero(kind == _END_LA)[0]
         if len(inside):
-            t = term(la_term[inside], la_nl[inside], la_cnt[inside])
+            t = term(la_term[inside], la_nl[inside], la_cnt[inside], inside)
             tstrings = self.trie.strings
             rest[inside] = [
                 lexer.extended(q, u, tstrings[s][o:])
