@@ -87,17 +87,14 @@ class LexerDFA:
     tab_len: int = 8  # indenter: columns a tab counts for (see ColumnMap)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "num_states", int(self.delta.shape[0]))  # DFA states; extended ones come after
         object.__setattr__(self, "risky", _risky_states(self.delta, self.accept_next))
         object.__setattr__(self, "_ext", [])  # extended states: (DFA state, fallback terminal, pending bytes)
         object.__setattr__(self, "_ext_index", {})
         object.__setattr__(self, "_relex", {})
+        object.__setattr__(self, "_ext_by_relex", {})
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "columns", ColumnMap.of(self) if self.terminals[-1].column is not None else None)
-
-    @property
-    def num_states(self) -> int:
-        """DFA states (extended states are numbered after them)."""
-        return int(self.delta.shape[0])
 
     @property
     def num_lexer_states(self) -> int:
@@ -118,31 +115,34 @@ class LexerDFA:
     def extended(self, q: int, term: int, pending: bytes) -> int:
         """The lexer state for DFA state q with a fallback (q itself when it needs none).
 
-        Extended states are numbered as they are met. A fallback more than MAX_BACKTRACK
-        bytes back is forgotten (documented limit: such a lexeme then fails where Lark would
-        back up; no grammar in the benchmark needs it except for runs of leading zeros).
+        Extended states are numbered as they are met, one per (q, fallback terminal, what the
+        pending bytes lex to from the start): pending bytes that lex alike behave alike. A
+        fallback more than MAX_BACKTRACK bytes back is forgotten (a stated limit).
         """
         if term == DEAD or not self.risky[q] or len(pending) > MAX_BACKTRACK:
             return q
         key = (q, term, pending)
         got = self._ext_index.get(key)
         if got is None:
+            ran = self.feed(0, pending)  # outside the lock: it may make shorter extended states
+            relex = (tuple(ran[0]), ran[1]) if ran else ((), DEAD)
             with self._lock:
                 got = self._ext_index.get(key)
                 if got is None:
-                    got = self._ext_index[key] = self.num_states + len(self._ext)
-                    self._ext.append(key)
+                    canon = (q, term, relex)
+                    got = self._ext_by_relex.get(canon)
+                    if got is None:
+                        got = self._ext_by_relex[canon] = self.num_states + len(self._ext)
+                        self._ext.append(key)
+                        self._relex[got] = relex
+                    self._ext_index[key] = got
         return got
 
     def relexed(self, state: int) -> tuple[tuple[int, ...], int]:
         """For an extended state: what backing up does (terminals emitted after the fallback
         terminal when its pending bytes are lexed again, and the state they end in; DEAD if
         they die)."""
-        got = self._relex.get(state)
-        if got is None:
-            ran = self.feed(0, self.fallback(state)[1])
-            got = self._relex[state] = (tuple(ran[0]), ran[1]) if ran else ((), DEAD)
-        return got
+        return self._relex[state]
 
     def feed(self, state: int, data: bytes) -> tuple[list[int], int] | None:
         """Run the lexing transducer: (terminals emitted, end state), or None at a dead end."""

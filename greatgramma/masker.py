@@ -23,7 +23,7 @@ from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
 from .indenter import ANY_COLUMN
 from .lexer import DEAD
-from .parser import DEPENDS, Stack
+from .parser import DEPENDS, ParseTable, Stack
 from .transducer import END, FALLBACK, NO_TERM
 
 
@@ -160,6 +160,8 @@ class Masker:
         self._splits: dict[tuple[int, Stack], _Split] = {}
         self._split_depth = split_depth
         self._cut, self._join = self._table.cut, self._table.join
+        self._plain_stacks = type(self._table).cut is ParseTable.cut
+        self._end_info: dict[int, tuple] = {}  # lexer state -> (can be ignored, visible terminals, fallback path)
         self._memo_depth = 8
         self._known: dict[tuple[Stack, int], object] = {}
         self._rows: OrderedDict[Stack, np.ndarray] = OrderedDict()
@@ -255,13 +257,17 @@ class Masker:
     def _end_ok(self, stack: Stack, end: int) -> bool:
         """Some lexeme reachable from lexer state ``end`` keeps the parser alive (going on, or
         backing up to the state's fallback and going on from there)."""
-        q = self._lexer.base(end)
-        if self._prod_ignored[q]:
+        info = self._end_info.get(end)
+        if info is None:
+            q = self._lexer.base(end)
+            info = self._end_info[end] = (self._prod_ignored[q], self._prod_visible[q], self._fallback_path(end))
+        ignored, visible, path = info
+        if ignored:
             return True
         feed = self._feed
-        if any(feed(stack, t) is not None for t in self._prod_visible[q]):
-            return True
-        path = self._fallback_path(end)
+        for t in visible:
+            if feed(stack, t) is not None:
+                return True
         if path is None:
             return False
         after = self._feed_all(stack, path[0])
@@ -290,13 +296,17 @@ class Masker:
 
     def _feed(self, stack: Stack, term: int) -> Stack | None:
         """``ParseTable.feed``, memoized on the top of the stack that reductions usually touch."""
-        below, known = self._cut(stack, self._memo_depth)
+        depth = self._memo_depth
+        if self._plain_stacks:  # ParseTable.cut/join, inlined: this is the hot path
+            below, known = (stack[:-depth], stack[-depth:]) if len(stack) > depth else ((), stack)
+        else:
+            below, known = self._cut(stack, depth)
         r = self._feed_known(known, term)
         if r is DEPENDS:
             return self._table.feed(stack, term)
         if r is False:
             return None
-        return self._join(below, r)
+        return below + r if self._plain_stacks else self._join(below, r)
 
     def _feed_known(self, known: Stack, term: int):
         key = (known, term)

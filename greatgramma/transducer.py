@@ -27,6 +27,7 @@ NO_TERM = -3  # walk result: the first lexeme is ignored, nothing is emitted for
 FALLBACK = -4  # walk result from an extended state: the lexeme dies and backs up before the token
 _END_HELD = -5  # subtree result: ends inside the lexeme, still holding the entry fallback
 _END_LA = -6  # base subtree result: ends inside the lexeme, holding a fallback inside the string
+_NEWLINE_SEEN = 1 << 40  # column flag in base walks: the count is since a newline in the string
 
 
 @dataclass(frozen=True, eq=False)
@@ -385,17 +386,16 @@ class TokenTransducer:
         state = np.array([q for _, q in pairs], dtype=np.int64)
         origin = np.arange(len(pairs))
         n = len(pairs)
-        zeros, false = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
-        one = self.trie.lengths[lo] == 1
-        held = self._base_dfa()[2][state]
+        one = self.trie.lengths[lo] == 1  # a one-byte string: it ends right here, inside the lexeme
+        held = self._base_dfa()[2][state]  # the lexeme keeps whatever fallback it entered with
         k = int(one.sum())
+        z = np.zeros(k, dtype=np.int64)
         parts = [
-            (lo[one], np.where(held[one], _END_HELD, END).astype(np.int64), state[one], origin[one])
-            + (np.zeros(k, dtype=bool), np.zeros(k, dtype=np.int64))
-            + (np.full(k, -1, dtype=np.int64), np.full(k, DEAD, dtype=np.int64), np.zeros(k, dtype=bool), np.zeros(k, dtype=np.int64))
+            (lo[one], np.where(held[one], _END_HELD, END).astype(np.int64), state[one], origin[one], z)
+            + (np.full(k, -1, dtype=np.int64), np.full(k, DEAD, dtype=np.int64), z)
         ]
         la_off = np.where(held, -1, -2).astype(np.int64)
-        parts += self._walk_base(lo, hi, state, origin, la_off, np.full(n, DEAD, dtype=np.int64), false, zeros)
+        parts += self._walk_base(lo, hi, state, origin, la_off, np.full(n, DEAD, dtype=np.int64))
         arrays = [np.concatenate(x) for x in zip(*parts)]
         org = arrays.pop(3)
         order = np.argsort(org, kind="stable")
@@ -408,19 +408,22 @@ class TokenTransducer:
             with self._lock:
                 (self._subtrees if plain else self._base_subtrees).setdefault(pair, got)
 
-    def _walk_base(self, lo, hi, state, origin, la_off, la_term, nl_seen, count):
+    def _walk_base(self, lo, hi, state, origin, la_off, la_term):
         """Walk trie nodes [lo, hi) at depth 1 (entered in base DFA ``state``) down to their strings.
 
         ``la_off``/``la_term``: where the lexeme could last end inside the string (offset,
-        terminal), or -1: the fallback it entered with is still held, -2: none. Each result
-        also carries the column where its first lexeme ends or where the string ends (newline
-        seen in the string, count since it or since the entry), and for strings that end
-        holding a fallback inside themselves, that fallback (offset, terminal, column).
+        terminal), or -1: the fallback it entered with is still held, -2: none. With an
+        indenter, each result also carries the column (``_NEWLINE_SEEN`` | count of spaces and
+        tabs since the string's last newline, or since its start) where its first lexeme ends
+        or where the string ends, and for strings that end holding a fallback inside themselves,
+        that fallback's offset, terminal and column.
         """
         trie = self.trie
         delta, accept_next, risky, tab = self._base_dfa()
+        track = self.lexer.columns is not None
         lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
-        la_nl, la_count = nl_seen.copy(), count.copy()
+        column = np.zeros(len(lo), dtype=np.int64)
+        la_col = column.copy()
         parts = []
         for d in range(1, len(levels)):
             if not len(lo):
@@ -431,12 +434,12 @@ class TokenTransducer:
             c_lo = starts[child]
             c_hi = np.where(child + 1 < b[parent], starts[np.minimum(child + 1, len(starts) - 1)], hi[parent])
             p_state, c_org = state[parent], origin[parent]
-            c_off, c_term, c_nl, c_cnt = la_off[parent], la_term[parent], nl_seen[parent], count[parent]
-            c_lanl, c_lacnt = la_nl[parent], la_count[parent]
+            c_off, c_term, c_col, c_lacol = la_off[parent], la_term[parent], column[parent], la_col[parent]
             byte = matrix[c_lo, d]
             nxt = delta[p_state, byte].astype(np.int64)
             here = accept_next[p_state, byte].astype(np.int64)
             dies = nxt == DEAD
+            # the lexeme ends before this byte, or backs up to where it last could end
             back = dies & (here == DEAD) & (c_off >= 0)
             brk = dies & ((here != DEAD) | back)
             if brk.any():
@@ -444,71 +447,65 @@ class TokenTransducer:
                 bk = back[brk]
                 first = np.where(bk, c_term[brk], here[brk])[seg]
                 rest = self.suffix[trie.offsets[s_ids] + np.where(bk, c_off[brk], d)[seg]]
-                f_nl = np.where(bk, c_lanl[brk], c_nl[brk])[seg]
-                f_cnt = np.where(bk, c_lacnt[brk], c_cnt[brk])[seg]
+                f_col = np.where(bk, c_lacol[brk], c_col[brk])[seg]
                 ok = rest != DEAD
                 first = np.where(self._ignored[first], NO_TERM, first)
                 m = int(ok.sum())
                 parts.append(
-                    (s_ids[ok], first[ok], rest[ok], c_org[brk][seg][ok], f_nl[ok], f_cnt[ok])
-                    + (np.full(m, -1, dtype=np.int64), np.full(m, DEAD, dtype=np.int64), np.zeros(m, bool), np.zeros(m, np.int64))
+                    (s_ids[ok], first[ok], rest[ok], c_org[brk][seg][ok], f_col[ok])
+                    + (np.full(m, -1, dtype=np.int64), np.full(m, DEAD, dtype=np.int64), np.zeros(m, np.int64))
                 )
-            held = dies & (here == DEAD) & (c_off == -1)
+            held = dies & (here == DEAD) & (c_off == -1)  # dies holding the entry fallback
             if held.any():
                 s_ids, seg = _expand_ranges(c_lo[held], c_hi[held])
                 m = len(s_ids)
                 z = np.zeros(m, dtype=np.int64)
                 parts.append(
-                    (s_ids, np.full(m, FALLBACK, dtype=np.int64), z, c_org[held][seg], np.zeros(m, bool), z)
-                    + (np.full(m, -1, dtype=np.int64), np.full(m, DEAD, dtype=np.int64), np.zeros(m, bool), z)
+                    (s_ids, np.full(m, FALLBACK, dtype=np.int64), z, c_org[held][seg], z)
+                    + (np.full(m, -1, dtype=np.int64), np.full(m, DEAD, dtype=np.int64), z)
                 )
             alive = ~dies
             c_lo, c_hi, nxt, c_org, byte = c_lo[alive], c_hi[alive], nxt[alive], c_org[alive], byte[alive]
-            c_nl, c_cnt, c_lanl, c_lacnt = c_nl[alive], c_cnt[alive], c_lanl[alive], c_lacnt[alive]
+            c_col, c_lacol = c_col[alive], c_lacol[alive]
             ends_lexeme = here[alive] != DEAD
             c_off = np.where(ends_lexeme, d, c_off[alive])
             c_term = np.where(ends_lexeme, here[alive], c_term[alive])
-            c_lanl, c_lacnt = np.where(ends_lexeme, c_nl, c_lanl), np.where(ends_lexeme, c_cnt, c_lacnt)
-            newline = byte == 10
-            c_nl = c_nl | newline
-            c_cnt = np.where(newline, 0, c_cnt + (byte == 32) + tab * (byte == 9))
+            if track:
+                c_lacol = np.where(ends_lexeme, c_col, c_lacol)
+                c_col = np.where(byte == 10, _NEWLINE_SEEN, c_col + (byte == 32) + tab * (byte == 9))
             c_off = np.where(risky[nxt], c_off, -2)
             ends = lengths[c_lo] == d + 1
             if ends.any():
                 off = c_off[ends]
                 kind = np.where(off == -1, _END_HELD, np.where(off >= 0, _END_LA, END)).astype(np.int64)
-                parts.append(
-                    (c_lo[ends], kind, nxt[ends], c_org[ends], c_nl[ends], c_cnt[ends])
-                    + (off, c_term[ends], c_lanl[ends], c_lacnt[ends])
-                )
+                parts.append((c_lo[ends], kind, nxt[ends], c_org[ends], c_col[ends], off, c_term[ends], c_lacol[ends]))
             more = (c_hi - c_lo > 1) | ~ends
             lo, hi, state, origin = c_lo[more], c_hi[more], nxt[more], c_org[more]
-            la_off, la_term, nl_seen, count = c_off[more], c_term[more], c_nl[more], c_cnt[more]
-            la_nl, la_count = c_lanl[more], c_lacnt[more]
+            la_off, la_term, column, la_col = c_off[more], c_term[more], c_col[more], c_lacol[more]
         return parts
 
     def _specialise(self, sym, column: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Base subtree results for the states that enter them (with the column each holds, per entry)."""
         cols, lexer = self.lexer.columns, self.lexer
-        strings, kind, rest, nl, cnt, la_off, la_term, la_nl, la_cnt = sym
+        strings, kind, rest, where, la_off, la_term, la_where = sym
         k = cols.max_column if cols is not None else 0
 
-        def col(seen, n, at=slice(None)):
-            c = column[at]
-            return np.where(seen, np.minimum(n, k), np.where(c == k, k, np.minimum(c + n, k)))
+        def col(w, at=slice(None)):
+            c, n = column[at], w & (_NEWLINE_SEEN - 1)
+            return np.where(w >= _NEWLINE_SEEN, np.minimum(n, k), np.where(c == k, k, np.minimum(c + n, k)))
 
-        def term(t, seen, n, at=slice(None)):
-            return t if cols is None else np.where(t == cols.nl, cols.first + col(seen, n, at), t)
+        def term(t, w, at=slice(None)):
+            return t if cols is None else np.where(t == cols.nl, cols.first + col(w, at), t)
 
-        first = np.where(kind >= 0, term(kind, nl, cnt), kind)
+        first = np.where(kind >= 0, term(kind, where), kind)
         first[kind == _END_LA] = END
         rest = rest.copy()
         e = np.nonzero(np.isin(kind, (END, _END_HELD, _END_LA)))[0]
         if len(e) and cols is not None:
-            rest[e] = cols.state_of[rest[e], col(nl[e], cnt[e], e)]
+            rest[e] = cols.state_of[rest[e], col(where[e], e)]
         inside = np.nonzero(kind == _END_LA)[0]
         if len(inside):
-            t = term(la_term[inside], la_nl[inside], la_cnt[inside], inside)
+            t = term(la_term[inside], la_where[inside], inside)
             tstrings = self.trie.strings
             rest[inside] = [
                 lexer.extended(q, u, tstrings[s][o:])
