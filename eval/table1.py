@@ -467,7 +467,7 @@ def render_md(data: dict, plot_name: str | None, keep: str) -> str:
     out += ["", "Targets:", ""]
     for k, (limit, label) in TARGETS.items():
         tk = t[k]
-        out.append(f"- {label}: **{'met' if tk['met'] else 'MISS'}** in {tk['cells_met']} of {tk['cells']} cells"
+        out.append(f"- {label}: **{'met' if tk['met'] else 'MISS'}** (met in {tk['cells_met']} of {tk['cells']} cells)"
                    + (f" (missed: {', '.join(tk['missed'])})" if tk["missed"] else "") + ".")
     out.append(f"- medians of at least {MIN_RUNS} runs: **{'met' if t['runs']['met'] else 'MISS'}** "
                f"({meta['runs']} run(s) per cell).")
