@@ -141,6 +141,12 @@ class IndentedTable:
     def initial_stack(self) -> Stack:
         return (~0, ~0, self.table.start_state)
 
+    def _bracket(self, depth: int, term: int) -> int | None:
+        """Bracket depth after an open or close bracket; None for a close with none open."""
+        if term in self.opens:
+            return depth + 1
+        return depth - 1 if depth > 0 else None
+
     @staticmethod
     def _header(stack: Stack) -> int:
         h = 0
@@ -157,13 +163,8 @@ class IndentedTable:
         if term == ANY_COLUMN:  # the same column as the open block always fits when a newline does
             return stack if depth > 0 or table.feed(stack, self.nl) is not None else None
         if term in self.opens or term in self.closes:
-            if term in self.closes:
-                if depth == 0:
-                    return None
-                depth -= 1
-            else:
-                depth += 1
-            out = table.feed(stack, term)
+            depth = self._bracket(depth, term)
+            out = None if depth is None else table.feed(stack, term)
             return None if out is None else (~depth,) + out[1:]
         if depth > 0:  # a newline inside brackets is dropped
             return stack
@@ -212,13 +213,8 @@ class IndentedTable:
             return r if r is DEPENDS or r is False else known[:1] + r
         depth = ~known[0]
         if term in self.opens or term in self.closes:
-            if term in self.closes:
-                if depth == 0:
-                    return False
-                depth -= 1
-            else:
-                depth += 1
-            r = table.feed_known(known[1:], term)
+            depth = self._bracket(depth, term)
+            r = False if depth is None else table.feed_known(known[1:], term)
             return r if r is DEPENDS or r is False else (~depth,) + r
         if depth > 0:
             return known

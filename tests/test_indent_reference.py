@@ -18,6 +18,8 @@ every output that ends with EOS parses with Lark (with Lark's own ``Indenter`` f
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import functools
 import random
 from dataclasses import dataclass
@@ -29,30 +31,18 @@ from lark import Lark
 from lark.indenter import Indenter
 
 import greatgramma as gg
+from compare import EOS_ID, describe, engine_bits, reference_bits
 
 try:
     from reference import ReferenceChecker
 except ImportError:  # tests/ imported as a package
     from tests.reference import ReferenceChecker  # type: ignore[no-redef]
 
-EOS_ID = 0
 SPECIAL_ID = 1
 PAD_IDS = 3
 MAX_COLUMN = 12
 
-INDENTED = r"""
-start: (_NL | stmt)*
-stmt: simple _NL | "if" NAME ":" suite
-suite: _NL _INDENT stmt+ _DEDENT
-?simple: NAME | call
-call: NAME "(" [arg ("," arg)*] ")"
-?arg: atom ("/" atom)*
-?atom: NAME | call
-NAME: /[a-z]+/
-_NL: (/(\r?\n[\t ]*)+/ | /\/\/[^\n]*/)+
-%ignore /[\t ]+/
-%declare _INDENT _DEDENT
-"""
+INDENTED = (Path(__file__).parent / "grammars" / "indented.lark").read_text(encoding="utf-8")
 
 # The motivating case of backtracking: the newline terminal also takes a raw docstring, so
 # "\n  r" is alive (a prefix of "\n  r'''...'''") but "\n  return" lexes as _NL("\n  ") RETURN.
@@ -203,30 +193,6 @@ def setup(name: str) -> Setup:
 
 # ----------------------------------------------------------------------------------------------
 # Comparison
-
-
-def engine_bits(words: np.ndarray, vocab_size: int) -> np.ndarray:
-    """Unpack an int32 bitmask (bit t & 31 of word t >> 5, low bit first) into bools."""
-    assert words.dtype == np.int32, words.dtype
-    assert words.shape == ((vocab_size + 31) // 32,), words.shape
-    bits = np.unpackbits(words.astype("<i4").view(np.uint8), bitorder="little").astype(bool)
-    assert not bits[vocab_size:].any(), "bits set past the vocabulary size"
-    return bits[:vocab_size]
-
-
-def reference_bits(s: Setup, prefix: bytes) -> np.ndarray:
-    want = np.zeros(s.vocab_size, dtype=bool)
-    want[: len(s.tokens)] = s.ref.allowed(prefix, s.tokens)
-    want[EOS_ID] = s.ref.complete(prefix)
-    return want
-
-
-def describe(s: Setup, t: int) -> str:
-    if t == EOS_ID:
-        return f"{t} <EOS>"
-    if t >= len(s.tokens) or s.tokens[t] is None:
-        return f"{t} <special>"
-    return f"{t} {s.tokens[t]!r}"
 
 
 def check_step(s: Setup, state: gg.State, prefix: bytes) -> np.ndarray:

@@ -25,6 +25,7 @@ import pytest
 from lark import Lark
 
 import greatgramma as gg
+from compare import EOS_ID, describe, engine_bits, reference_bits
 
 try:
     from reference import ReferenceChecker
@@ -34,7 +35,6 @@ except ImportError:  # tests/ imported as a package
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 
-EOS_ID = 0
 SPECIAL_ID = 1
 PAD_IDS = 5  # ids past the tokenizer's end, inside the model's vocabulary: never allowed
 
@@ -184,30 +184,6 @@ def _has_partial_char(piece: bytes) -> bool:
 
 # ----------------------------------------------------------------------------------------------
 # Comparison
-
-
-def engine_bits(words: np.ndarray, vocab_size: int) -> np.ndarray:
-    """Unpack an int32 bitmask (bit t & 31 of word t >> 5, low bit first) into bools."""
-    assert words.dtype == np.int32, words.dtype
-    assert words.shape == ((vocab_size + 31) // 32,), words.shape
-    bits = np.unpackbits(words.astype("<i4").view(np.uint8), bitorder="little").astype(bool)
-    assert not bits[vocab_size:].any(), "bits set past the vocabulary size"
-    return bits[:vocab_size]
-
-
-def reference_bits(s: Setup, prefix: bytes) -> np.ndarray:
-    expected = np.zeros(s.vocab_size, dtype=bool)
-    expected[: len(s.tokens)] = s.ref.allowed(prefix, s.tokens)
-    expected[EOS_ID] = s.ref.complete(prefix)
-    return expected
-
-
-def describe(s: Setup, t: int) -> str:
-    if t == EOS_ID:
-        return f"{t} <EOS>"
-    if t >= len(s.tokens) or s.tokens[t] is None:
-        return f"{t} <special>"
-    return f"{t} {s.tokens[t]!r}"
 
 
 def check_step(s: Setup, state: gg.State, prefix: bytes, history: list[int]) -> np.ndarray:

@@ -8,6 +8,8 @@ asked too.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pathlib
 import re
 
@@ -635,19 +637,7 @@ def test_completeness_given_the_following_character():
 # ---------------------------------------------------------------------------------------------
 # The indenter postlexer (Lark's lark.indenter.Indenter, made exact, with a column limit)
 
-INDENTED = r"""
-start: (_NL | stmt)*
-stmt: simple _NL | "if" NAME ":" suite
-suite: _NL _INDENT stmt+ _DEDENT
-?simple: NAME | call
-call: NAME "(" [arg ("," arg)*] ")"
-?arg: atom ("/" atom)*
-?atom: NAME | call
-NAME: /[a-z]+/
-_NL: (/(\r?\n[\t ]*)+/ | /\/\/[^\n]*/)+
-%ignore /[\t ]+/
-%declare _INDENT _DEDENT
-"""
+INDENTED = (Path(__file__).parent / "grammars" / "indented.lark").read_text(encoding="utf-8")
 INDENT_OPTIONS = dict(nl="_NL", open=("LPAR",), close=("RPAR",), tab_len=8, max_column=12)
 
 
