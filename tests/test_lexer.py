@@ -141,3 +141,35 @@ def test_utf8_sequences_cover_exactly_the_range() -> None:
                 got.append(ord(ch))
         expected = [c for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF]
         assert sorted(got) == expected
+
+
+def dfa_boundary(lexer, data: bytes) -> int | None:
+    """Where the lexer ends the first lexeme of ``data`` (maximal munch, backing up as needed)."""
+    q, end = 0, None
+    for i, b in enumerate(data):
+        if q != 0 and lexer.accept_next[q, b] != DEAD:
+            end = i
+        q = int(lexer.delta[q, b])
+        if q == DEAD:
+            return end
+    return len(data) if lexer.accept[q] != DEAD else end
+
+
+PYTHON_LOOKAROUND = [
+    (label, pattern)
+    for label, pattern in lark_patterns()
+    if label in ("python:STRING", "python:LONG_STRING", "python:COMMENT", "python:_NL")
+] + [p for p in EXTRA if p[0].startswith("lazy")]
+
+
+@pytest.mark.parametrize("label,pattern", PYTHON_LOOKAROUND, ids=[p[0] for p in PYTHON_LOOKAROUND])
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_dfa_lexeme_boundary_equals_re_match(label: str, pattern: str, data) -> None:
+    """Lookahead, lookbehind and lazy repeats with (?i)/(?s): the lexeme ends where ``re.match`` ends it."""
+    lexer = single_terminal_lexer(pattern)
+    head = data.draw(st.one_of(st.from_regex(pattern, fullmatch=True), st.text(ALPHABET, max_size=6)))
+    text = head + data.draw(st.text(ALPHABET, max_size=8))
+    m = re.match(pattern, text)
+    expected = len(text[: m.end()].encode()) if m and m.end() > 0 else None
+    assert dfa_boundary(lexer, text.encode()) == expected, (label, text)
