@@ -10,6 +10,9 @@ Two facts make this cheap. After a lexeme ends, the transducer restarts from the
 so everything a token does after its first emission is independent of q: it is computed once
 per (token, byte offset), for all offsets together. And the part before the first emission is
 a walk of the token trie from q that stops at the first dead byte, sharing token prefixes.
+A lexeme that dies backs up to where it could last end: inside the token, the rest is again a
+suffix row; before the token (an extended lexer state), the walk reports FALLBACK and the
+masker runs the token from the state the pending bytes lex to.
 """
 
 from __future__ import annotations
