@@ -489,7 +489,7 @@ class TokenTransducer:
 
     def _specialise(self, sym, column: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Base subtree results for the states that enter them (with the column each holds, per entry)."""
-        cols, lexer = self.lexer.columns, self.lexer
+        cols = self.lexer.columns
         strings, kind, rest, where, la_off, la_term, la_where = sym
         k = cols.max_column if cols is not None else 0
 
@@ -509,9 +509,5 @@ class TokenTransducer:
         inside = np.nonzero(kind == _END_LA)[0]
         if len(inside):
             t = term(la_term[inside], la_where[inside], inside)
-            tstrings = self.trie.strings
-            rest[inside] = [
-                lexer.extended(q, u, tstrings[s][o:])
-                for q, u, s, o in zip(rest[inside].tolist(), t.tolist(), strings[inside].tolist(), la_off[inside].tolist())
-            ]
+            rest[inside] = self._end_states(rest[inside], np.asarray(t), strings[inside], la_off[inside])
         return strings, first, rest

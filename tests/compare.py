@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
+
+import greatgramma as gg
 
 EOS_ID = 0  # the EOS token id of the small test vocabularies
 
@@ -30,3 +33,13 @@ def describe(s, t: int) -> str:
     if t >= len(s.tokens) or s.tokens[t] is None:
         return f"{t} <special>"
     return f"{t} {s.tokens[t]!r}"
+
+
+def probe(masker, state, allowed: np.ndarray, tokens) -> None:
+    """``advance`` accepts exactly the probed tokens the mask allows."""
+    for t in sorted(tokens):
+        if allowed[t]:
+            masker.advance(state, t)
+        else:
+            with pytest.raises(gg.TokenRejectedError):
+                masker.advance(state, t)
