@@ -119,9 +119,10 @@ class _LexerView:
 class _Block:
     """Status codes of the strings that start with one byte, seen from lexer states that agree on it."""
 
-    code: np.ndarray  # int32 per string of the byte's range
+    code: np.ndarray | None  # int32 per string of the byte's range (None when held)
     firsts: frozenset
     end_states: frozenset
+    held: bool = False  # its strings depend on the entering state's fallback: resolved per lexer state
 
 
 class Masker:
@@ -150,10 +151,12 @@ class Masker:
         )
         self._views: dict[int, _LexerView] = {}
         self._blocks: dict[tuple[int, int], _Block] = {}
-        self._first_byte = trie.matrix[:, 0]
-        self._rest0 = self._transducer.suffix[trie.offsets[:-1]]
+        first_byte = trie.matrix[:, 0]  # strings are sorted, so each first byte is one range of them
+        self._byte_counts = np.bincount(first_byte, minlength=256)
+        self._rest0 = self._transducer.suffix[trie.offsets[:-1]].astype(np.int32)
+        self._rest0_dead = np.nonzero(self._rest0 == DEAD)[0]
         self._byte_has_rest0 = np.zeros(256, dtype=bool)  # some string starting with the byte is alive from start
-        self._byte_has_rest0[self._first_byte[self._rest0 != DEAD]] = True
+        self._byte_has_rest0[first_byte[self._rest0 != DEAD]] = True
         self._ignored_arr = np.array(self._ignored + [False], dtype=bool)  # index -1 (DEAD): not ignored
         self._dead_code = (len(terms) - NO_TERM) * self._num_rows
         self._end_base = self._dead_code + 1  # status index of "ends in lexer state 0"
@@ -164,8 +167,10 @@ class Masker:
         self._end_info: dict[int, tuple] = {}  # lexer state -> (can be ignored, visible terminals, fallback path)
         self._memo_depth = 8
         self._known: dict[tuple[Stack, int], object] = {}
-        self._rows: OrderedDict[Stack, np.ndarray] = OrderedDict()
+        self._rows: OrderedDict[Stack, bytes] = OrderedDict()  # stack -> bool[rows] as bytes (hash cached)
         self._masks: OrderedDict[tuple[int, Stack], np.ndarray] = OrderedDict()  # without EOS
+        self._distinct_rows: dict[bytes, bytes] = {}
+        self._by_status: OrderedDict[tuple, np.ndarray] = OrderedDict()  # the same words, keyed by what decides them
         self._cache_size = cache_size
         self._memo_size = 64 * cache_size
         self._lock = threading.Lock()
@@ -330,7 +335,7 @@ class Masker:
         if got is not None:
             return got
         td, lexer = self._transducer, self._lexer
-        n, first_byte, rest0 = self._num_rows, self._first_byte, self._rest0
+        n, rest0, counts = self._num_rows, self._rest0, self._byte_counts
         q = lexer.base(x)
         delta, accept_next = lexer.delta[q], lexer.accept_next[q]
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
@@ -339,25 +344,33 @@ class Masker:
         else:  # strings whose first byte ends the lexeme: then they run from the start state
             restart = (delta == DEAD) & (accept_next != DEAD)
             first_of_byte = np.where(self._ignored_arr[accept_next], NO_TERM, accept_next).astype(np.int64)
-        sel = restart[first_byte] & (rest0 != DEAD)
-        by_string = np.full(len(rest0) + 1, self._dead_code, dtype=np.int32)
-        by_string[:-1][sel] = (first_of_byte[first_byte[sel]] - NO_TERM) * n + rest0[sel]
+        by_string = np.empty(len(rest0) + 1, dtype=np.int32)
+        by_string[:-1] = np.repeat(np.where(restart, (first_of_byte - NO_TERM) * n, self._dead_code), counts)
+        np.add(by_string[:-1], rest0, out=by_string[:-1], where=np.repeat(restart, counts))
+        by_string[self._rest0_dead] = self._dead_code  # overwritten below where the byte continues the lexeme
+        by_string[-1] = self._dead_code
         firsts = set(first_of_byte[restart & self._byte_has_rest0].tolist())
         ends: set[int] = set()
         fallback = np.zeros(len(rest0) + 1, dtype=bool)
         if x >= lexer.num_states:  # a first byte that kills the lexeme backs up to x's fallback
-            fallback[:-1] = ((delta == DEAD) & (accept_next == DEAD))[first_byte]
+            fallback[:-1] = np.repeat((delta == DEAD) & (accept_next == DEAD), counts)
         if q != 0:
             live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td.root_children if delta[b] != DEAD]
-            walked = td.subtrees([(b, st) for b, _, _, st in live])
             shared = lexer.columns is None  # with an indenter, blocks rarely recur: batch them instead
+            known = [self._blocks.get((b, st)) if shared else None for b, _, _, st in live]
+            walk = [(b, st) for (b, _, _, st), blk in zip(live, known) if blk is None or blk.held]
+            walked = iter(td.subtrees(walk))
             fresh = []
-            for (b, lo, hi, st), arrays in zip(live, walked):
-                resolved = td.resolve(arrays, x, b)
-                if not shared or resolved is not arrays:
-                    fresh.append(resolved)
-                    continue
-                blk = self._subtree_block(b, lo, hi, st, arrays)
+            for (b, lo, hi, st), blk in zip(live, known):
+                if blk is None or blk.held:
+                    arrays = next(walked)
+                    resolved = td.resolve(arrays, x, b)
+                    if not shared or resolved is not arrays:
+                        fresh.append(resolved)
+                        if shared and blk is None:  # remember that this block needs x's fallback
+                            self._blocks.setdefault((b, st), _Block(None, frozenset(), frozenset(), True))
+                        continue
+                    blk = self._subtree_block(b, lo, hi, st, arrays)
                 by_string[lo:hi] = blk.code
                 firsts |= blk.firsts
                 ends |= blk.end_states
@@ -370,10 +383,10 @@ class Masker:
                 ends |= e
         tokens = self._string_of_token
         got = _LexerView(
-            by_string[tokens],
+            np.take(by_string, tokens),
             tuple(sorted(firsts)),
             tuple(sorted(ends)),
-            _pack(fallback[tokens]) if fallback.any() else None,
+            _pack(np.take(fallback, tokens)) if fallback.any() else None,
         )
         with self._lock:
             got = self._views.setdefault(x, got)
@@ -406,8 +419,9 @@ class Masker:
     def _split(self, node: int, top: Stack) -> _Split:
         """Walk the outcome trie below ``node`` with only the top of the stack known (paper Alg. 5).
 
-        Cached per (node, top): after a terminal is shifted, the same few top states recur in
-        many contexts, so most subtrees are decided once.
+        Cached per (node, top). Below a terminal the parser takes, the walk goes on from the
+        split of the child under the new top: after a shift the same few top states recur in
+        many contexts, so most subtrees are decided once, and each split is a few merges.
         """
         key = (node, top)
         got = self._splits.get(key)
@@ -416,37 +430,57 @@ class Masker:
         trie = self._trie
         hits: list[np.ndarray] = []
         frontier: list[tuple[int, Stack]] = []
-        open_checks: dict[Stack, dict[int, list[np.ndarray]]] = {}
-        todo: list[tuple[int, Stack]] = [(node, top)]
-        while todo:
-            n, known = todo.pop()
-            if trie.free[n] is not None:
-                hits.append(trie.free[n])
-            for t, child, rows in trie.edges[n]:
-                r = self._feed_known(known, t)
-                if r is False:
-                    continue
-                if r is DEPENDS:
-                    if rows is not None:
-                        open_checks.setdefault(known, {}).setdefault(t, []).append(rows)
-                    if child >= 0:
-                        frontier.append((child, known))
-                    continue
-                if rows is not None:
-                    hits.append(rows)
-                if child >= 0:
-                    todo.append((child, r))
+        checks: dict[Stack, dict[int, list[np.ndarray]]] = {}
+        if trie.free[node] is not None:
+            hits.append(trie.free[node])
+        for t, child, rows in trie.edges[node]:
+            self._edge(top, t, child, rows, hits, frontier, checks)
         accepted = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
-        checks = [(k, [(t, np.concatenate(rs)) for t, rs in d.items()]) for k, d in open_checks.items()]
-        got = _Split(accepted, frontier, checks)
+        open_checks = [(k, [(t, np.concatenate(rs)) for t, rs in d.items()]) for k, d in checks.items()]
+        got = _Split(accepted, frontier, open_checks)
         with self._lock:
             if len(self._splits) >= self._memo_size:
                 self._splits.clear()
             got = self._splits.setdefault(key, got)
         return got
 
-    def _rows_ok(self, stack: Stack) -> np.ndarray:
-        """bool[rows]: which outcome rows are viable from ``stack``."""
+    def _edge(self, known: Stack, t: int, child: int, rows, hits: list, frontier: list, checks: dict) -> None:
+        """Feed terminal ``t`` on the known stack at a trie node: the edge's rows (ending with t)
+        are accepted, rejected or left open, and the walk goes on below ``child`` (-1: none)."""
+        r = self._feed_known(known, t)
+        if r is False:
+            return
+        if r is DEPENDS:
+            if rows is not None:
+                checks.setdefault(known, {}).setdefault(t, []).append(rows)
+            if child >= 0:
+                frontier.append((child, known))
+            return
+        if rows is not None:
+            hits.append(rows)
+        if child < 0:
+            return
+        below, top = self._cut(r, self._split_depth)
+        sub = self._split(child, top)
+        hits.append(sub.accepted)
+        if not below:  # r is its own top: what the child left open stays open here
+            frontier.extend(sub.frontier)
+            for k, cks in sub.open_checks:
+                d = checks.setdefault(k, {})
+                for t2, rows2 in cks:
+                    d.setdefault(t2, []).append(rows2)
+            return
+        join, term = self._join, self._trie.term
+        for k, cks in sub.open_checks:  # what the child left open, with more of the stack known
+            full = join(below, k)
+            for t2, rows2 in cks:
+                self._edge(full, t2, -1, rows2, hits, frontier, checks)
+        for c, k in sub.frontier:
+            self._edge(join(below, k), term[c], c, None, hits, frontier, checks)
+
+    def _rows_ok(self, stack: Stack) -> bytes:
+        """bool[rows] as bytes: which outcome rows are viable from ``stack``. Many stacks give the
+        same rows; as bytes (hash cached) the rows can key the words they lead to."""
         got = self._rows.get(stack)
         if got is not None:
             return got
@@ -455,8 +489,12 @@ class Masker:
         ok = np.zeros(self._num_rows, dtype=bool)
         if hits:
             ok[np.concatenate(hits)] = True
-        self._cache_put(self._rows, stack, ok)
-        return ok
+        got = ok.tobytes()
+        if len(self._distinct_rows) >= self._cache_size:  # equal rows share one object; a memo, not a store
+            self._distinct_rows.clear()
+        got = self._distinct_rows.setdefault(got, got)
+        self._cache_put(self._rows, stack, got)
+        return got
 
     def _collect(self, node: int, stack: Stack, hits: list[np.ndarray]) -> None:
         """Rows below ``node`` viable from the live ``stack``: the cached split, then what it left open."""
@@ -475,32 +513,53 @@ class Masker:
                 self._collect(c, r, hits)
 
     def _token_words(self, x: int, stack: Stack) -> np.ndarray:
-        """uint32 words: tokens allowed from lexer state x and this stack (EOS aside). Cached."""
+        """uint32 words: tokens allowed from lexer state x and this stack (EOS aside). Cached on
+        the stack, and on what the stack decides (different stacks often allow the same rows)."""
         key = (x, stack)
         got = self._masks.get(key)
         if got is None:
-            got = self._compute_words(x, stack)
+            status = self._status(x, stack)
+            got = self._by_status.get(status)
+            if got is None:
+                got = self._words(status)
+                self._cache_put(self._by_status, status, got)
             self._cache_put(self._masks, key, got)
         return got
 
-    def _compute_words(self, x: int, stack: Stack) -> np.ndarray:
+    def _status(self, x: int, stack: Stack) -> tuple:
+        """All that the words from lexer state x depend on, as a hashable value: per first
+        terminal the parser takes, its viable rows; which end states can go on; and the same for
+        the state that tokens backing up run from."""
         view = self._view(x)
-        n = self._num_rows
-        top_end = max(view.end_states, default=-1)
-        status = np.zeros(self._end_base + top_end + 1, dtype=bool)
+        rows = []
         for first in view.firsts:
             after = stack if first == NO_TERM else self._feed(stack, first)
             if after is not None:
-                k = first - NO_TERM
-                status[k * n : (k + 1) * n] = self._rows_ok(after)
-        for end in view.end_states:
-            status[self._end_base + end] = self._end_ok(stack, end)
-        words = _pack(status[view.code])
-        if view.fallback is not None:  # tokens that back up: they run from the relexed state
+                rows.append((first, self._rows_ok(after)))
+        ends = tuple(e for e in view.end_states if self._end_ok(stack, e))
+        behind = None
+        if view.fallback is not None:
             path = self._fallback_path(x)
             after = None if path is None else self._feed_all(stack, path[0])
             if after is not None:
-                words |= view.fallback & self._token_words(path[1], after)
+                behind = self._status(path[1], after)
+        return x, tuple(rows), ends, behind
+
+    def _words(self, status: tuple) -> np.ndarray:
+        x, rows, ends, behind = status
+        view = self._view(x)
+        n = self._num_rows
+        flags = np.zeros(self._end_base + max(view.end_states, default=-1) + 1, dtype=bool)
+        for first, ok in rows:
+            k = first - NO_TERM
+            flags[k * n : (k + 1) * n] = np.frombuffer(ok, dtype=bool)
+        flags[[self._end_base + e for e in ends]] = True
+        words = _pack(np.take(flags, view.code))
+        if behind is not None:  # tokens that back up: they run from the relexed state
+            inner = self._by_status.get(behind)
+            if inner is None:
+                inner = self._words(behind)
+            words |= view.fallback & inner
         return words
 
 

@@ -170,7 +170,8 @@ def main() -> None:
                     if k in done:
                         row = next(r for r in rows if key(r) == k)
                     else:
-                        row = run_cell(peer, g, tk, variant, args.timeout)
+                        started = time.strftime("%Y-%m-%d %H:%M:%S")
+                        row = {**run_cell(peer, g, tk, variant, args.timeout), "measured_at": started}
                         rows.append(row)
                         done.add(k)
                         write(rows, meta, out)
