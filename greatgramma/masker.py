@@ -24,7 +24,7 @@ from .errors import GreatGrammaError, TokenRejectedError
 from .indenter import ANY_COLUMN
 from .lexer import DEAD
 from .parser import DEPENDS, ParseTable, Stack
-from .transducer import END, FALLBACK, NO_TERM
+from .transducer import END, FALLBACK, NO_TERM, is_held
 
 
 @dataclass(frozen=True)
@@ -119,10 +119,9 @@ class _LexerView:
 class _Block:
     """Status codes of the strings that start with one byte, seen from lexer states that agree on it."""
 
-    code: np.ndarray | None  # int32 per string of the byte's range (None when held)
-    firsts: frozenset
+    code: np.ndarray | None  # int32 per string of the byte's range; None: they depend on the
+    firsts: frozenset  # entering state's fallback (``TokenTransducer.resolve``), so are not shared
     end_states: frozenset
-    held: bool = False  # its strings depend on the entering state's fallback: resolved per lexer state
 
 
 class Masker:
@@ -356,27 +355,23 @@ class Masker:
             fallback[:-1] = np.repeat((delta == DEAD) & (accept_next == DEAD), counts)
         if q != 0:
             live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td.root_children if delta[b] != DEAD]
-            shared = lexer.columns is None  # with an indenter, blocks rarely recur: batch them instead
-            known = [self._blocks.get((b, st)) if shared else None for b, _, _, st in live]
-            walk = [(b, st) for (b, _, _, st), blk in zip(live, known) if blk is None or blk.held]
-            walked = iter(td.subtrees(walk))
-            fresh = []
-            for (b, lo, hi, st), blk in zip(live, known):
-                if blk is None or blk.held:
-                    arrays = next(walked)
-                    resolved = td.resolve(arrays, x, b)
-                    if not shared or resolved is not arrays:
-                        fresh.append(resolved)
-                        if shared and blk is None:  # remember that this block needs x's fallback
-                            self._blocks.setdefault((b, st), _Block(None, frozenset(), frozenset(), True))
+            if lexer.columns is None:  # blocks shared between lexer states
+                self._new_blocks([item for item in live if (item[0], item[3]) not in self._blocks])
+                held = []
+                for b, lo, hi, st in live:
+                    blk = self._blocks[(b, st)]
+                    if blk.code is None:
+                        held.append((b, st))
                         continue
-                    blk = self._subtree_block(b, lo, hi, st, arrays)
-                by_string[lo:hi] = blk.code
-                firsts |= blk.firsts
-                ends |= blk.end_states
+                    by_string[lo:hi] = blk.code
+                    firsts |= blk.firsts
+                    ends |= blk.end_states
+            else:  # with an indenter, blocks rarely recur: all in one batch instead
+                held = [(b, st) for b, _, _, st in live]
+            fresh = [td.resolve(arrays, x, b) for (b, _), arrays in zip(held, td.subtrees(held))]
             if fresh:
                 strings, first, rest = (np.concatenate(a) for a in zip(*fresh))
-                code, f, e = self._codes(first, rest)
+                code, (f,), (e,) = self._codes(first, rest, np.zeros(len(first), dtype=np.int64), 1)
                 by_string[strings] = code
                 fallback[strings[first == FALLBACK]] = True
                 firsts |= f
@@ -392,29 +387,44 @@ class Masker:
             got = self._views.setdefault(x, got)
         return got
 
-    def _subtree_block(self, b: int, lo: int, hi: int, state: int, arrays) -> _Block:
-        """Strings whose first byte continues the lexeme into DFA state ``state``, shared by all
-        lexer states that enter it alike (``TokenTransducer.resolve`` left them unchanged)."""
-        key = (b, state)
-        got = self._blocks.get(key)
-        if got is None:
-            strings, first, rest = arrays
-            code = np.full(hi - lo, self._dead_code, dtype=np.int32)
-            code[strings - lo], firsts, ends = self._codes(first, rest)
-            got = self._blocks.setdefault(key, _Block(code, frozenset(firsts), frozenset(ends)))
-        return got
+    def _new_blocks(self, items: list[tuple[int, int, int, int]]) -> None:
+        """Blocks of (first byte, string range, DFA state after it) subtrees, in one batch. A block
+        whose strings depend on the entering state's fallback is kept without codes (held)."""
+        if not items:
+            return
+        walked = self._transducer.subtrees([(b, st) for b, _, _, st in items])
+        sizes = np.array([len(a[0]) for a in walked], dtype=np.int64)
+        strings, first, rest = (np.concatenate(a) for a in zip(*walked))
+        seg = np.repeat(np.arange(len(items)), sizes)
+        held = np.bincount(seg[is_held(first)], minlength=len(items)) > 0
+        code, firsts, ends = self._codes(first, rest, seg, len(items))
+        lo = np.array([it[1] for it in items], dtype=np.int64)
+        spans = np.array([hi - lo_ for _, lo_, hi, _ in items], dtype=np.int64)
+        start = np.cumsum(spans) - spans
+        buf = np.full(int(spans.sum()), self._dead_code, dtype=np.int32)
+        buf[start[seg] + strings - lo[seg]] = code
+        with self._lock:
+            for i, (b, _, _, st) in enumerate(items):
+                blk = _Block(None if held[i] else buf[start[i] : start[i] + spans[i]], frozenset(firsts[i]), frozenset(ends[i]))
+                self._blocks.setdefault((b, st), blk)
 
-    def _codes(self, first: np.ndarray, rest: np.ndarray) -> tuple[np.ndarray, set[int], set[int]]:
-        """Status codes of walk results, and the first terminals and end states among them."""
+    def _codes(self, first: np.ndarray, rest: np.ndarray, seg: np.ndarray, nseg: int):
+        """Status codes of walk results, and per segment the first terminals and end states among them."""
         is_end = first == END
-        is_row = ~is_end & (first != FALLBACK)
+        is_row = ~is_end & (first >= NO_TERM)  # not dead, not backing up, not held
         code = np.full(len(first), self._dead_code, dtype=np.int32)
         code[is_row] = (first[is_row] - NO_TERM) * self._num_rows + rest[is_row]
         code[is_end] = self._end_base + rest[is_end]
-        seen = np.zeros(len(self._ignored) - NO_TERM, dtype=bool)
-        seen[first[is_row] - NO_TERM] = True
-        ends = np.nonzero(np.bincount(rest[is_end]))[0] if is_end.any() else ()
-        return code, set((np.nonzero(seen)[0] + NO_TERM).tolist()), set(np.asarray(ends).tolist())
+        firsts: list[set[int]] = [set() for _ in range(nseg)]
+        ends: list[set[int]] = [set() for _ in range(nseg)]
+        for out, kind, value in ((firsts, is_row, first - NO_TERM), (ends, is_end, rest)):
+            width = int(value[kind].max()) + 1 if kind.any() else 1
+            seen = np.zeros(nseg * width, dtype=bool)
+            seen[seg[kind] * width + value[kind]] = True
+            for key in np.flatnonzero(seen).tolist():
+                out[key // width].add(key % width)
+        firsts = [{f + NO_TERM for f in fs} for fs in firsts]
+        return code, firsts, ends
 
     def _split(self, node: int, top: Stack) -> _Split:
         """Walk the outcome trie below ``node`` with only the top of the stack known (paper Alg. 5).

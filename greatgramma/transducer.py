@@ -77,6 +77,11 @@ class TokenTrie:
         return len(self.strings)
 
 
+def is_held(first: np.ndarray) -> np.ndarray:
+    """Subtree results that depend on the entering lexer state's fallback (see ``resolve``)."""
+    return (first == FALLBACK) | (first == _END_HELD)
+
+
 def _expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate ``arange(lo[i], hi[i])`` for all i; also return i for each element."""
     counts = hi - lo
@@ -281,9 +286,9 @@ class TokenTransducer:
         """
         strings, first, rest = arrays
         lexer = self.lexer
-        held_death, held_end = first == FALLBACK, first == _END_HELD
-        if not (held_death.any() or held_end.any()):
+        if not is_held(first).any():
             return arrays
+        held_death, held_end = first == FALLBACK, first == _END_HELD
         q = lexer.base(x)
         t = int(lexer.accept_next[q, b])
         first, rest = first.copy(), rest.copy()
