@@ -355,19 +355,16 @@ class Masker:
             fallback[:-1] = np.repeat((delta == DEAD) & (accept_next == DEAD), counts)
         if q != 0:
             live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td.root_children if delta[b] != DEAD]
-            if lexer.columns is None:  # blocks shared between lexer states
-                self._new_blocks([item for item in live if (item[0], item[3]) not in self._blocks])
-                held = []
-                for b, lo, hi, st in live:
-                    blk = self._blocks[(b, st)]
-                    if blk.code is None:
-                        held.append((b, st))
-                        continue
-                    by_string[lo:hi] = blk.code
-                    firsts |= blk.firsts
-                    ends |= blk.end_states
-            else:  # with an indenter, blocks rarely recur: all in one batch instead
-                held = [(b, st) for b, _, _, st in live]
+            self._new_blocks([item for item in live if (item[0], item[3]) not in self._blocks])
+            held = []
+            for b, lo, hi, st in live:
+                blk = self._blocks[(b, st)]
+                if blk.code is None:
+                    held.append((b, st))
+                    continue
+                by_string[lo:hi] = blk.code
+                firsts |= blk.firsts
+                ends |= blk.end_states
             fresh = [td.resolve(arrays, x, b) for (b, _), arrays in zip(held, td.subtrees(held))]
             if fresh:
                 strings, first, rest = (np.concatenate(a) for a in zip(*fresh))
@@ -411,17 +408,17 @@ class Masker:
     def _codes(self, first: np.ndarray, rest: np.ndarray, seg: np.ndarray, nseg: int):
         """Status codes of walk results, and per segment the first terminals and end states among them."""
         is_end = first == END
-        is_row = ~is_end & (first >= NO_TERM)  # not dead, not backing up, not held
-        code = np.full(len(first), self._dead_code, dtype=np.int32)
-        code[is_row] = (first[is_row] - NO_TERM) * self._num_rows + rest[is_row]
-        code[is_end] = self._end_base + rest[is_end]
+        is_row = (first >= NO_TERM) & ~is_end  # not dead, not backing up, not held
+        as_row = (first - NO_TERM) * self._num_rows + rest
+        code = np.where(is_row, as_row, np.where(is_end, self._end_base + rest, self._dead_code)).astype(np.int32)
         firsts: list[set[int]] = [set() for _ in range(nseg)]
         ends: list[set[int]] = [set() for _ in range(nseg)]
-        for out, kind, value in ((firsts, is_row, first - NO_TERM), (ends, is_end, rest)):
-            width = int(value[kind].max()) + 1 if kind.any() else 1
-            seen = np.zeros(nseg * width, dtype=bool)
-            seen[seg[kind] * width + value[kind]] = True
-            for key in np.flatnonzero(seen).tolist():
+        ends_width = int(rest.max(initial=0, where=is_end)) + 1
+        for out, kind, value, width in ((firsts, is_row, first - NO_TERM, len(self._ignored) - NO_TERM),
+                                        (ends, is_end, rest, ends_width)):
+            seen = np.zeros(nseg * width + 1, dtype=bool)  # the last slot takes the other kinds
+            seen[np.where(kind, seg * width + value, nseg * width)] = True
+            for key in np.flatnonzero(seen[:-1]).tolist():
                 out[key // width].add(key % width)
         firsts = [{f + NO_TERM for f in fs} for fs in firsts]
         return code, firsts, ends
