@@ -165,7 +165,7 @@ class Masker:
         self._plain_stacks = type(self._table).cut is ParseTable.cut
         self._end_info: dict[int, tuple] = {}  # lexer state -> (can be ignored, visible terminals, fallback path)
         self._memo_depth = 8
-        self._known: dict[tuple[Stack, int], object] = {}
+        self._known: dict[Stack, dict[int, object]] = {}  # known stack -> terminal -> feed_known
         self._rows: OrderedDict[Stack, bytes] = OrderedDict()  # stack -> bool[rows] as bytes (hash cached)
         self._masks: OrderedDict[tuple[int, Stack], np.ndarray] = OrderedDict()  # without EOS
         self._distinct_rows: dict[bytes, bytes] = {}
@@ -312,15 +312,22 @@ class Masker:
             return None
         return below + r if self._plain_stacks else self._join(below, r)
 
-    def _feed_known(self, known: Stack, term: int):
-        key = (known, term)
-        got = self._known.get(key, self)
+    def _feed_known(self, known: Stack, term: int, row: dict | None = None):
+        """``ParseTable.feed_known``, memoized per known stack (``row``: its memo, if at hand)."""
+        if row is None:
+            row = self._known_row(known)
+        got = row.get(term, self)
         if got is self:
-            got = self._table.feed_known(known, term)
-            if len(self._known) >= self._memo_size:  # a memo, not a store: start over when it is full
-                self._known.clear()
-            self._known[key] = got
+            got = row[term] = self._table.feed_known(known, term)
         return got
+
+    def _known_row(self, known: Stack) -> dict:
+        row = self._known.get(known)
+        if row is None:
+            if len(self._known) >= self._memo_size // 16:  # a memo, not a store: start over when it is full
+                self._known.clear()
+            row = self._known[known] = {}
+        return row
 
     def _cache_put(self, cache: OrderedDict, key, value) -> None:
         with self._lock:
@@ -440,8 +447,9 @@ class Masker:
         checks: dict[Stack, dict[int, list[np.ndarray]]] = {}
         if trie.free[node] is not None:
             hits.append(trie.free[node])
+        row = self._known_row(top)
         for t, child, rows in trie.edges[node]:
-            self._edge(top, t, child, rows, hits, frontier, checks)
+            self._edge(top, t, child, rows, hits, frontier, checks, row)
         accepted = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
         open_checks = [(k, [(t, np.concatenate(rs)) for t, rs in d.items()]) for k, d in checks.items()]
         got = _Split(accepted, frontier, open_checks)
@@ -451,10 +459,10 @@ class Masker:
             got = self._splits.setdefault(key, got)
         return got
 
-    def _edge(self, known: Stack, t: int, child: int, rows, hits: list, frontier: list, checks: dict) -> None:
+    def _edge(self, known: Stack, t: int, child: int, rows, hits: list, frontier: list, checks: dict, row=None) -> None:
         """Feed terminal ``t`` on the known stack at a trie node: the edge's rows (ending with t)
         are accepted, rejected or left open, and the walk goes on below ``child`` (-1: none)."""
-        r = self._feed_known(known, t)
+        r = self._feed_known(known, t, row)
         if r is False:
             return
         if r is DEPENDS:
