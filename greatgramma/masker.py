@@ -174,6 +174,7 @@ class Masker:
         self._memo_size = 64 * cache_size
         self._lock = threading.Lock()
         self._id = id(compiled)
+        self._new_blocks(self._entered_subtrees())
 
     # ------------------------------------------------------------ public API
 
@@ -372,9 +373,8 @@ class Masker:
                 by_string[lo:hi] = blk.code
                 firsts |= blk.firsts
                 ends |= blk.end_states
-            fresh = [td.resolve(arrays, x, b) for (b, _), arrays in zip(held, td.subtrees(held))]
-            if fresh:
-                strings, first, rest = (np.concatenate(a) for a in zip(*fresh))
+            if held:
+                strings, first, rest = td.resolve(x, [(b, arrays) for (b, _), arrays in zip(held, td.subtrees(held))])
                 code, (f,), (e,) = self._codes(first, rest, np.zeros(len(first), dtype=np.int64), 1)
                 by_string[strings] = code
                 fallback[strings[first == FALLBACK]] = True
@@ -390,6 +390,22 @@ class Masker:
         with self._lock:
             got = self._views.setdefault(x, got)
         return got
+
+    def _entered_subtrees(self) -> list[tuple[int, int, int, int]]:
+        """(first byte, first string, end string, DFA state after the byte) for every subtree some
+        lexer state enters. With an indenter, only states without a pending newline column: the
+        column ones are few per program, and each would be its own block."""
+        lexer, roots = self._lexer, self._transducer.root_children
+        firsts = np.array([b for b, _, _ in roots], dtype=np.int64)
+        entered = np.zeros((len(roots), lexer.num_states), dtype=bool)
+        states = lexer.delta[1:, firsts].T
+        rows = np.broadcast_to(np.arange(len(roots))[:, None], states.shape)
+        alive = states != DEAD
+        entered[rows[alive], states[alive]] = True
+        cols = lexer.columns
+        if cols is not None:
+            entered[:, cols.state_column != cols.max_column] = False
+        return [(b, lo, hi, st) for (b, lo, hi), sts in zip(roots, entered) for st in np.flatnonzero(sts).tolist()]
 
     def _new_blocks(self, items: list[tuple[int, int, int, int]]) -> None:
         """Blocks of (first byte, string range, DFA state after it) subtrees, in one batch. A block

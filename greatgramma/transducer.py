@@ -275,40 +275,41 @@ class TokenTransducer:
             out.append((b, ids[ok], first[ok], rest0[lo:hi][ok]))
         walked = self.subtrees([(b, int(delta[b])) for b, _, _ in live])
         for (b, _, _), arrays in zip(live, walked):
-            out.append((b, *self.resolve(arrays, x, b)))
+            out.append((b, *self.resolve(x, [(b, arrays)])))
         return out
 
-    def resolve(self, arrays, x: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A subtree's strings as seen from lexer state x: fill in x's fallback on entering with byte b.
+    def resolve(self, x: int, parts: list[tuple[int, tuple]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Subtrees ``(byte b, subtree)`` as seen from lexer state x, concatenated: fill in x's
+        fallback on entering each with its byte b.
 
         The fallback is where the lexeme could last end before the string: just before b (x
         accepts there), or x's own fallback.
         """
-        strings, first, rest = arrays
-        lexer = self.lexer
-        if not is_held(first).any():
-            return arrays
+        if not parts:
+            return (np.zeros(0, dtype=np.int64),) * 3
+        strings, first, rest = (np.concatenate(a) for a in zip(*(arrays for _, arrays in parts)))
         held_death, held_end = first == FALLBACK, first == _END_HELD
-        q = lexer.base(x)
-        t = int(lexer.accept_next[q, b])
-        first, rest = first.copy(), rest.copy()
+        if not (held_death.any() or held_end.any()):
+            return strings, first, rest
+        lexer = self.lexer
+        before = np.repeat(lexer.accept_next[lexer.base(x), [b for b, _ in parts]], [len(a[0]) for _, a in parts])
+        back = held_death & (before != DEAD)  # back up to just before the string
+        rest0 = self.suffix[self.trie.offsets[strings[back]]]
+        first[back] = np.where(self._ignored[before[back]], NO_TERM, before[back])
+        rest[back] = rest0
         keep = np.ones(len(strings), dtype=bool)
-        if t != DEAD:  # back up to just before the string
-            pending = b""
-            rest0 = self.suffix[self.trie.offsets[strings[held_death]]]
-            first[held_death] = NO_TERM if self._ignored[t] else t
-            rest[held_death] = rest0
-            keep[held_death] = rest0 != DEAD
-        elif x >= lexer.num_states:  # back up to x's fallback, before the string
-            t, pending = lexer.fallback(x)
-        else:  # no fallback: a lexeme that dies is an error
-            keep &= ~held_death
-        if held_end.any():
-            ends = np.nonzero(held_end)[0]
-            first[ends] = END
-            if t != DEAD:
-                tstrings, extended = self.trie.strings, lexer.extended
-                rest[ends] = [extended(r, t, pending + tstrings[s]) for s, r in zip(strings[ends].tolist(), rest[ends].tolist())]
+        keep[back] = rest0 != DEAD
+        own, pending = lexer.fallback(x) if x >= lexer.num_states else (DEAD, b"")
+        if own == DEAD:  # no fallback of its own: a lexeme that dies is an error
+            keep &= ~(held_death & ~back)
+        first[held_end] = END
+        ends = np.flatnonzero(held_end & ((before != DEAD) | (own != DEAD)))  # those that hold a fallback
+        if len(ends):
+            tstrings, extended = self.trie.strings, lexer.extended
+            rest[ends] = [
+                extended(r, t, tstrings[s]) if t != DEAD else extended(r, own, pending + tstrings[s])
+                for s, r, t in zip(strings[ends].tolist(), rest[ends].tolist(), before[ends].tolist())
+            ]
         return strings[keep], first[keep], rest[keep]
 
     @property
