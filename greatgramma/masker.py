@@ -112,6 +112,7 @@ class _LexerView:
     code: np.ndarray  # int32[V]
     firsts: tuple[int, ...]  # first terminals that occur (NO_TERM: the lexeme ends as an ignored one)
     end_states: tuple[int, ...]  # lexer states of tokens that stay inside the current lexeme
+    end_groups: tuple[tuple[int, ...], ...]  # end states grouped by what decides whether they can go on
     fallback: np.ndarray | None  # packed words: tokens that back up to the state's fallback
 
 
@@ -163,7 +164,7 @@ class Masker:
         self._split_depth = split_depth
         self._cut, self._join = self._table.cut, self._table.join
         self._plain_stacks = type(self._table).cut is ParseTable.cut
-        self._end_info: dict[int, tuple] = {}  # lexer state -> (can be ignored, visible terminals, fallback path)
+        self._end_info: dict[int, tuple] = {}  # lexer state -> _end_key
         self._memo_depth = 8
         self._known: dict[Stack, dict[int, object]] = {}  # known stack -> terminal -> feed_known
         self._rows: OrderedDict[Stack, bytes] = OrderedDict()  # stack -> bool[rows] as bytes (hash cached)
@@ -262,11 +263,7 @@ class Masker:
     def _end_ok(self, stack: Stack, end: int) -> bool:
         """Some lexeme reachable from lexer state ``end`` keeps the parser alive (going on, or
         backing up to the state's fallback and going on from there)."""
-        info = self._end_info.get(end)
-        if info is None:
-            q = self._lexer.base(end)
-            info = self._end_info[end] = (self._prod_ignored[q], self._prod_visible[q], self._fallback_path(end))
-        ignored, visible, path = info
+        ignored, visible, path = self._end_key(end)
         if ignored:
             return True
         feed = self._feed
@@ -277,6 +274,15 @@ class Masker:
             return False
         after = self._feed_all(stack, path[0])
         return after is not None and self._end_ok(after, path[1])
+
+    def _end_key(self, end: int) -> tuple:
+        """All that ``_end_ok`` needs of an end state: can it end ignored, the visible terminals
+        it can still end as, and its fallback path."""
+        key = self._end_info.get(end)
+        if key is None:
+            q = self._lexer.base(end)
+            key = self._end_info[end] = (self._prod_ignored[q], tuple(self._prod_visible[q]), self._fallback_path(end))
+        return key
 
     def _fallback_path(self, x: int) -> tuple[tuple[int, ...], int] | None:
         """For an extended state: the parser-visible terminals of backing up (the fallback, then
@@ -381,10 +387,14 @@ class Masker:
                 firsts |= f
                 ends |= e
         tokens = self._string_of_token
+        groups: dict[tuple, list[int]] = {}
+        for e in sorted(ends):
+            groups.setdefault(self._end_key(e), []).append(e)
         got = _LexerView(
             np.take(by_string, tokens),
             tuple(sorted(firsts)),
             tuple(sorted(ends)),
+            tuple(tuple(g) for g in groups.values()),
             _pack(np.take(fallback, tokens)) if fallback.any() else None,
         )
         with self._lock:
@@ -567,7 +577,7 @@ class Masker:
             after = stack if first == NO_TERM else self._feed(stack, first)
             if after is not None:
                 rows.append((first, self._rows_ok(after)))
-        ends = tuple(e for e in view.end_states if self._end_ok(stack, e))
+        ends = tuple(self._end_ok(stack, group[0]) for group in view.end_groups)
         behind = None
         if view.fallback is not None:
             path = self._fallback_path(x)
@@ -584,7 +594,7 @@ class Masker:
         for first, ok in rows:
             k = first - NO_TERM
             flags[k * n : (k + 1) * n] = np.frombuffer(ok, dtype=bool)
-        flags[[self._end_base + e for e in ends]] = True
+        flags[[self._end_base + e for group, ok in zip(view.end_groups, ends) if ok for e in group]] = True
         words = _pack(np.take(flags, view.code))
         if behind is not None:  # tokens that back up: they run from the relexed state
             inner = self._by_status.get(behind)
