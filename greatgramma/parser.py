@@ -68,17 +68,24 @@ class ParseTable:
     def feed(self, stack: Stack, term: int) -> Stack | None:
         """Reduce as needed, then shift ``term``; None if the parser rejects it."""
         action, goto, lhs, rlen = self._action, self._goto, self._lhs, self._len
+        a = action[stack[-1]][term]
+        if a >= 0:
+            return stack + (a,)
+        if a == ERROR:
+            return None
+        k = list(stack)
         while True:
-            a = action[stack[-1]][term]
-            if a >= 0:
-                return stack + (a,)
-            if a == ERROR:
-                return None
             r = -2 - a
             n = rlen[r]
             if n:
-                stack = stack[:-n]
-            stack = stack + (goto[stack[-1]][lhs[r]],)
+                del k[-n:]
+            k.append(goto[k[-1]][lhs[r]])
+            a = action[k[-1]][term]
+            if a >= 0:
+                k.append(a)
+                return tuple(k)
+            if a == ERROR:
+                return None
 
     def accepts_end(self, stack: Stack) -> bool:
         """Whether ``$END`` is accepted here (the input so far is a complete sentence)."""
@@ -106,19 +113,26 @@ class ParseTable:
         (None) if a reduction pops below the known part.
         """
         action, goto, lhs, rlen = self._action, self._goto, self._lhs, self._len
+        a = action[known[-1]][term]
+        if a >= 0:
+            return known + (a,)
+        if a == ERROR:
+            return False
+        k = list(known)  # reductions edit a list: chains of unit rules are long in some grammars
         while True:
-            a = action[known[-1]][term]
-            if a >= 0:
-                return known + (a,)
-            if a == ERROR:
-                return False
             r = -2 - a
             n = rlen[r]
-            if n >= len(known):
+            if n >= len(k):
                 return DEPENDS
             if n:
-                known = known[:-n]
-            known = known + (goto[known[-1]][lhs[r]],)
+                del k[-n:]
+            k.append(goto[k[-1]][lhs[r]])
+            a = action[k[-1]][term]
+            if a >= 0:
+                k.append(a)
+                return tuple(k)
+            if a == ERROR:
+                return False
 
     def expected(self, stack: Stack) -> list[int]:
         """Terminals (indices) the parser would accept next from this stack."""
