@@ -118,10 +118,14 @@ class _LexerView:
 
 @dataclass(frozen=True, eq=False)
 class _Block:
-    """Status codes of the strings that start with one byte, seen from lexer states that agree on it."""
+    """Status codes of the strings that start with one byte, seen from lexer states that agree on it.
 
-    code: np.ndarray | None  # int32 per string of the byte's range; None: they depend on the
-    firsts: frozenset  # entering state's fallback (``TokenTransducer.resolve``), so are not shared
+    ``code`` is None where the strings depend on the entering state's fallback
+    (``TokenTransducer.resolve``): such a block is resolved per lexer state instead.
+    """
+
+    code: np.ndarray | None  # int32 per string of the byte's range
+    firsts: frozenset
     end_states: frozenset
 
 
