@@ -225,6 +225,14 @@ def peers_run_now(args, grammars, tokenizers, date: str) -> tuple[list[dict], di
         "label": f"measured in this same run ({started}; eval/peers/run_all.py"
                  + (", --quick: SynCode only on llama2" if args.peers_quick else "") + ")",
     })
+    if args.resume:
+        times = sorted(r["measured_at"] for r in rows if r.get("measured_at"))
+        untimed = sum(1 for r in rows if not r.get("measured_at"))
+        source["label"] += (
+            f"; resumed (--resume): cells already in {res.name} were kept from the earlier invocation of the "
+            f"same command on this machine" + (f", timed rows measured {times[0]} to {times[-1]}" if times else "")
+            + (f", {untimed} rows from before per-row times were recorded (same date)" if untimed else "")
+        )
     if p.returncode != 0:
         source["label"] += f"; run_all exited {p.returncode}"
     return rows, source
