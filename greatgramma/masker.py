@@ -130,7 +130,12 @@ class _Block:
 
 
 class Masker:
-    """Computes masks and advances states for one compiled grammar. Thread-safe; states are values."""
+    """Computes masks and advances states for one compiled grammar. Thread-safe; states are values.
+
+    ``cache_size`` bounds the caches of masks and viable rows (entries) and of lexer views
+    (``cache_size // 16``, each 4 bytes per token); ``split_depth`` is how many top parser states
+    the shared context-independent part of a mask is computed for.
+    """
 
     def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 2):
         self.compiled = compiled
@@ -153,7 +158,7 @@ class Masker:
         self._string_of_token[trie.token_of_string] = np.repeat(
             np.arange(len(trie)), np.diff(trie.token_of_string_ptr)
         )
-        self._views: dict[int, _LexerView] = {}
+        self._views: OrderedDict[int, _LexerView] = OrderedDict()
         self._blocks: dict[tuple[int, int], _Block] = {}
         first_byte = trie.matrix[:, 0]  # strings are sorted, so each first byte is one range of them
         self._byte_counts = np.bincount(first_byte, minlength=256)
@@ -176,6 +181,7 @@ class Masker:
         self._distinct_rows: dict[bytes, bytes] = {}
         self._by_status: OrderedDict[tuple, np.ndarray] = OrderedDict()  # the same words, keyed by what decides them
         self._cache_size = cache_size
+        self._max_views = max(2, cache_size // 16)  # a program visits tens of lexer states; a view is 4 bytes per token
         self._memo_size = 64 * cache_size
         self._lock = threading.Lock()
         self._id = id(compiled)
@@ -403,6 +409,8 @@ class Masker:
         )
         with self._lock:
             got = self._views.setdefault(x, got)
+            if len(self._views) > self._max_views:
+                self._views.popitem(last=False)
         return got
 
     def _entered_subtrees(self) -> list[tuple[int, int, int, int]]:
@@ -599,7 +607,7 @@ class Masker:
             k = first - NO_TERM
             flags[k * n : (k + 1) * n] = np.frombuffer(ok, dtype=bool)
         flags[[self._end_base + e for group, ok in zip(view.end_groups, ends) if ok for e in group]] = True
-        words = _pack(np.take(flags, view.code))
+        words = _pack(np.take(flags, view.code, mode="clip"))  # codes are in range: skip the checks
         if behind is not None:  # tokens that back up: they run from the relexed state
             inner = self._by_status.get(behind)
             if inner is None:
