@@ -140,40 +140,49 @@ def versions() -> dict:
 # Ours: eval/core_bench.py's per-cell measurement, one fresh process per run
 
 
-def measure_ours(grammar: str, tokenizer: str, runs: int, timeout: float) -> dict:
-    row: dict = {"grammar": grammar, "tokenizer": tokenizer, "status": "ok", "error": None, "runs": []}
+def measure_ours(cells: list[tuple[str, str]], runs: int, timeout: float) -> list[dict]:
+    """Each cell ``runs`` times in fresh processes, medians per metric. The runs are interleaved
+    (one pass over all cells, then the next), so a slow spell of a shared machine does not fall
+    on one cell's runs together."""
+    rows = [{"grammar": g, "tokenizer": tk, "status": "ok", "error": None, "runs": []} for g, tk in cells]
     for i in range(runs):
-        load = os.getloadavg()[0]
-        cmd = [sys.executable, "-m", "eval.core_bench", "--cell", grammar, tokenizer]
-        t0 = time.perf_counter()
-        try:
-            p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            row.update(status="timeout", error=f"run {i + 1}: killed after {timeout:.0f} s")
-            break
-        wall = time.perf_counter() - t0
-        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-        if p.returncode != 0 or not lines:
-            err = p.stderr.strip().splitlines()
-            row.update(status="error", error=f"run {i + 1}: exit {p.returncode}: {err[-1] if err else '(no stderr)'}",
-                       traceback_tail=p.stderr[-1500:])
-            break
-        r = json.loads(lines[-1])
-        r.update(wall_s=wall, loadavg_1m=load)
-        row["runs"].append(r)
-    if row["runs"]:
-        first = row["runs"][0]
-        row.update({k: first.get(k) for k in ("vocab_size", "masks")})
-        for k in METRICS:
-            row[k] = statistics.median(r[k] for r in row["runs"])
-        row["preprocess_s_range"] = [min(r["preprocess_s"] for r in row["runs"]),
-                                     max(r["preprocess_s"] for r in row["runs"])]
-        row["mask_mean_ms_range"] = [min(r["mask_mean_ms"] for r in row["runs"]),
-                                     max(r["mask_mean_ms"] for r in row["runs"])]
-    if row["status"] != "ok":  # a failed run makes the cell a failure, whatever the other runs gave
-        for k in METRICS:
-            row.setdefault(k, None)
-    return row
+        for row in rows:
+            if row["status"] == "ok":
+                run_once(row, i, timeout)
+    for row in rows:
+        if row["runs"]:
+            first = row["runs"][0]
+            row.update({k: first.get(k) for k in ("vocab_size", "masks")})
+            for k in METRICS:
+                row[k] = statistics.median(r[k] for r in row["runs"])
+            for k in ("preprocess_s", "mask_mean_ms"):
+                row[f"{k}_range"] = [min(r[k] for r in row["runs"]), max(r[k] for r in row["runs"])]
+        if row["status"] != "ok":  # a failed run makes the cell a failure, whatever the other runs gave
+            for k in METRICS:
+                row.setdefault(k, None)
+    return rows
+
+
+def run_once(row: dict, i: int, timeout: float) -> None:
+    """One fresh-process run of a cell (eval/core_bench.py), added to ``row``; a failure marks the row."""
+    load = os.getloadavg()[0]
+    cmd = [sys.executable, "-m", "eval.core_bench", "--cell", row["grammar"], row["tokenizer"]]
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        row.update(status="timeout", error=f"run {i + 1}: killed after {timeout:.0f} s")
+        return
+    wall = time.perf_counter() - t0
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        err = p.stderr.strip().splitlines()
+        row.update(status="error", error=f"run {i + 1}: exit {p.returncode}: {err[-1] if err else '(no stderr)'}",
+                   traceback_tail=p.stderr[-1500:])
+        return
+    r = json.loads(lines[-1])
+    r.update(wall_s=wall, loadavg_1m=load, started_at=time.strftime("%H:%M:%S"))
+    row["runs"].append(r)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -745,20 +754,18 @@ def main() -> None:
         "grammars": grammars, "tokenizers": tokenizers, "runs": runs,
         "machine": machine(), "versions": versions(), "loadavg_start": os.getloadavg()[0],
         "paper_source": PAPER_SOURCE, "paper_check": check_paper(),
-        "method": "eval/core_bench.py run_cell, one fresh process per run, medians per metric",
+        "method": "eval/core_bench.py run_cell, one fresh process per run, runs interleaved across cells, medians per metric",
     }
-    ours_rows = []
-    for tk in tokenizers:  # the paper's order: model, then grammar
-        for g in grammars:
-            row = measure_ours(g, tk, runs, args.timeout)
-            ours_rows.append(row)
-            if row["status"] == "ok":
-                print(f"{g:6} {tk:7} preprocess {row['preprocess_s']:7.2f}s  mask mean {row['mask_mean_ms']:6.2f}ms "
-                      f"median {row['mask_median_ms']:5.2f} p99 {row['mask_p99_ms']:6.2f} "
-                      f"max {row['mask_max_ms']:6.2f} "
-                      f"rss {row['peak_rss_mib']:.0f}MiB ({len(row['runs'])} runs)", flush=True)
-            else:
-                print(f"{g:6} {tk:7} {row['status']}: {row['error']}", flush=True)
+    ours_rows = measure_ours([(g, tk) for tk in tokenizers for g in grammars], runs, args.timeout)  # the paper's order
+    for row in ours_rows:
+        g, tk = row["grammar"], row["tokenizer"]
+        if row["status"] == "ok":
+            print(f"{g:6} {tk:7} preprocess {row['preprocess_s']:7.2f}s  mask mean {row['mask_mean_ms']:6.2f}ms "
+                  f"median {row['mask_median_ms']:5.2f} p99 {row['mask_p99_ms']:6.2f} "
+                  f"max {row['mask_max_ms']:6.2f} "
+                  f"rss {row['peak_rss_mib']:.0f}MiB ({len(row['runs'])} runs)", flush=True)
+        else:
+            print(f"{g:6} {tk:7} {row['status']}: {row['error']}", flush=True)
 
     if args.no_peers:
         peer_rows, source = [], {"mode": "none", "same_run": False, "label": "none (--no-peers)"}
