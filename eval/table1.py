@@ -549,13 +549,6 @@ DEFAULT_NOTES = """
 Everything below the marker line above is kept when `python -m eval.table1` rewrites this file: put
 commentary and the profiles that explain missed targets here.
 
-- Profile of the earlier misses (cProfile of the Go x Llama-3 walk, `eval/core_bench.py` run of
-  2026-11-29, before this table existed; re-profile when the numbers move): the mean and p99 were met for
-  Llama-2 (32K) and missed for the 128K/151K vocabularies (mean 0.5-0.9 ms, p99 4-7 ms). A new lexer
-  state cost ~3 ms the first time (its token codes assembled over the whole vocabulary), and each step
-  gathered and packed a vocabulary-sized array (~0.3 ms at 128K).
-- The earlier core benchmark (go, java, json x the three tokenizers, medians of 3, 2026-11-29) is in
-  `eval/core_bench-2026-11-29.json`.
 - Paper figures are Table 1 of arXiv 2502.05111 (its own machine; Qwen-2 there, Qwen3's identical
   byte-level vocabulary here).
 - Peers: method, per-peer API, what each supports and their surprises are in `eval/peers/README.md`.
