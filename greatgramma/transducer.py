@@ -370,11 +370,12 @@ class TokenTransducer:
             sizes = np.array([len(sym[0]) for sym in syms], dtype=np.int64)
             joined = tuple(np.concatenate(arrays) for arrays in zip(*syms))
             column = np.repeat(cols.state_column[[st for _, st in todo]], sizes)
-            cuts = np.cumsum(sizes)[:-1]
-            pieces = [np.split(a, cuts) for a in self._specialise(joined, column)]
+            ends = np.cumsum(sizes).tolist()
+            spans = list(zip([0] + ends[:-1], ends))
+            strings, first, rest = self._specialise(joined, column)
             with self._lock:
-                for pair, got in zip(todo, zip(*pieces)):
-                    self._subtrees.setdefault(pair, got)
+                for pair, (i, j) in zip(todo, spans):
+                    self._subtrees.setdefault(pair, (strings[i:j], first[i:j], rest[i:j]))
         return [self._subtrees[p] for p in pairs]
 
     # Walks run on the base DFA: the lexer's own, or with an indenter the DFA without the column
