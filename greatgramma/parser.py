@@ -67,25 +67,8 @@ class ParseTable:
 
     def feed(self, stack: Stack, term: int) -> Stack | None:
         """Reduce as needed, then shift ``term``; None if the parser rejects it."""
-        action, goto, lhs, rlen = self._action, self._goto, self._lhs, self._len
-        a = action[stack[-1]][term]
-        if a >= 0:
-            return stack + (a,)
-        if a == ERROR:
-            return None
-        k = list(stack)
-        while True:
-            r = -2 - a
-            n = rlen[r]
-            if n:
-                del k[-n:]
-            k.append(goto[k[-1]][lhs[r]])
-            a = action[k[-1]][term]
-            if a >= 0:
-                k.append(a)
-                return tuple(k)
-            if a == ERROR:
-                return None
+        got = self.feed_known(stack, term)  # a whole stack: reductions never pop its bottom
+        return None if got is False else got
 
     def accepts_end(self, stack: Stack) -> bool:
         """Whether ``$END`` is accepted here (the input so far is a complete sentence)."""
