@@ -45,6 +45,7 @@ class ParseTable:
         object.__setattr__(self, "_goto", self.goto.tolist())
         object.__setattr__(self, "_lhs", self.rule_lhs.tolist())
         object.__setattr__(self, "_len", self.rule_len.tolist())
+        object.__setattr__(self, "_units", {})  # (below, top, terminal) -> top after unit reductions
 
     def initial_stack(self) -> Stack:
         return (self.start_state,)
@@ -101,21 +102,42 @@ class ParseTable:
             return known + (a,)
         if a == ERROR:
             return False
-        k = list(known)  # reductions edit a list: chains of unit rules are long in some grammars
+        k = list(known)
+        units = self._units
         while True:
             r = -2 - a
             n = rlen[r]
             if n >= len(k):
                 return DEPENDS
-            if n:
-                del k[-n:]
-            k.append(goto[k[-1]][lhs[r]])
+            if n == 1:  # a chain of unit rules only swaps the top state: memoized on (below, top, term)
+                key = (k[-2], k[-1], term)
+                top = units.get(key)
+                k[-1] = top if top is not None else self._unit_chain(key)
+            else:
+                if n:
+                    del k[-n:]
+                k.append(goto[k[-1]][lhs[r]])
             a = action[k[-1]][term]
             if a >= 0:
                 k.append(a)
                 return tuple(k)
             if a == ERROR:
                 return False
+
+    def _unit_chain(self, key: tuple[int, int, int]) -> int:
+        """The top state after reducing by unit rules while ``term`` asks for one, from ``top``
+        above ``below`` (which such reductions never change)."""
+        below, top, term = key
+        action, goto, lhs, rlen = self._action, self._goto, self._lhs, self._len
+        while True:
+            a = action[top][term]
+            if a >= ERROR or rlen[-2 - a] != 1:
+                break
+            top = goto[below][lhs[-2 - a]]
+        if len(self._units) >= 1 << 20:  # a memo, not a store
+            self._units.clear()
+        self._units[key] = top
+        return top
 
     def expected(self, stack: Stack) -> list[int]:
         """Terminals (indices) the parser would accept next from this stack."""
