@@ -186,6 +186,7 @@ class Masker:
         self._lock = threading.Lock()
         self._id = id(compiled)
         self._new_blocks(self._entered_subtrees())
+        self._resolved_blocks(self._entered_held_blocks())
 
     # ------------------------------------------------------------ public API
 
@@ -380,9 +381,13 @@ class Masker:
         if q != 0:
             live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td.root_children if delta[b] != DEAD]
             self._new_blocks([item for item in live if (item[0], item[3]) not in self._blocks])
+            keys = [(b, st) for b, _, _, st in live]
+            if x < lexer.num_states:  # no fallback of its own: held blocks depend on accept_next only
+                keys = [k if self._blocks[k].code is not None else (*k, int(accept_next[k[0]])) for k in keys]
+                self._resolved_blocks([(it, k) for it, k in zip(live, keys) if k not in self._blocks])
             held = []
-            for b, lo, hi, st in live:
-                blk = self._blocks[(b, st)]
+            for (b, lo, hi, st), key in zip(live, keys):
+                blk = self._blocks[key]
                 if blk.code is None:
                     held.append((b, st))
                     continue
@@ -429,15 +434,40 @@ class Masker:
             entered[:, cols.state_column != cols.max_column] = False
         return [(b, lo, hi, st) for (b, lo, hi), sts in zip(roots, entered) for st in np.flatnonzero(sts).tolist()]
 
+    def _entered_held_blocks(self) -> list[tuple[tuple[int, int, int, int], tuple[int, int, int]]]:
+        """For every held block a DFA state enters: (its item, (byte, state, what the entering
+        state accepts just before the byte)), the key of its resolved block."""
+        held = {key for key, blk in self._blocks.items() if blk.code is None}
+        lexer, out = self._lexer, []
+        width = len(lexer.terminals) + 1
+        for b, lo, hi in self._transducer.root_children:
+            entered = lexer.delta[1:, b].astype(np.int64) * width + lexer.accept_next[1:, b] + 1
+            for key in np.unique(entered).tolist():
+                st, before = divmod(key, width)
+                if (b, st) in held:
+                    out.append(((b, lo, hi, st), (b, st, before - 1)))
+        return out
+
     def _new_blocks(self, items: list[tuple[int, int, int, int]]) -> None:
         """Blocks of (first byte, string range, DFA state after it) subtrees, in one batch. A block
         whose strings depend on the entering state's fallback is kept without codes (held)."""
-        if not items:
-            return
-        walked = self._transducer.subtrees([(b, st) for b, _, _, st in items])
-        sizes = np.array([len(a[0]) for a in walked], dtype=np.int64)
-        strings, first, rest = (np.concatenate(a) for a in zip(*walked))
-        seg = np.repeat(np.arange(len(items)), sizes)
+        if items:
+            walked = self._transducer.subtrees([(b, st) for b, _, _, st in items])
+            strings, first, rest = (np.concatenate(a) for a in zip(*walked))
+            seg = np.repeat(np.arange(len(items)), [len(a[0]) for a in walked])
+            self._store_blocks(items, [(b, st) for b, _, _, st in items], strings, first, rest, seg)
+
+    def _resolved_blocks(self, entries: list[tuple[tuple[int, int, int, int], tuple[int, int, int]]]) -> None:
+        """Held blocks as entered by DFA states (no fallback of their own) that accept terminal
+        ``before`` just before the byte, keyed (byte, DFA state after it, before)."""
+        if entries:
+            items = [item for item, _ in entries]
+            td = self._transducer
+            walked = td.subtrees([(b, st) for b, _, _, st in items])
+            strings, first, rest, seg = td.resolve_entered(walked, [key[2] for _, key in entries])
+            self._store_blocks(items, [key for _, key in entries], strings, first, rest, seg)
+
+    def _store_blocks(self, items, keys, strings, first, rest, seg) -> None:
         held = np.bincount(seg[is_held(first)], minlength=len(items)) > 0
         code, firsts, ends = self._codes(first, rest, seg, len(items))
         lo = np.array([it[1] for it in items], dtype=np.int64)
@@ -446,9 +476,9 @@ class Masker:
         buf = np.full(int(spans.sum()), self._dead_code, dtype=np.int32)
         buf[start[seg] + strings - lo[seg]] = code
         with self._lock:
-            for i, (b, _, _, st) in enumerate(items):
+            for i, key in enumerate(keys):
                 blk = _Block(None if held[i] else buf[start[i] : start[i] + spans[i]], frozenset(firsts[i]), frozenset(ends[i]))
-                self._blocks.setdefault((b, st), blk)
+                self._blocks.setdefault(key, blk)
 
     def _codes(self, first: np.ndarray, rest: np.ndarray, seg: np.ndarray, nseg: int):
         """Status codes of walk results, and per segment the first terminals and end states among them."""

@@ -280,26 +280,38 @@ class TokenTransducer:
 
     def resolve(self, x: int, parts: list[tuple[int, tuple]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Subtrees ``(byte b, subtree)`` as seen from lexer state x, concatenated: fill in x's
-        fallback on entering each with its byte b.
+        fallback on entering each with its byte b (see :meth:`resolve_entered`)."""
+        lexer = self.lexer
+        before = lexer.accept_next[lexer.base(x), [b for b, _ in parts]].tolist()
+        own = lexer.fallback(x) if x >= lexer.num_states else (DEAD, b"")
+        return self.resolve_entered([arrays for _, arrays in parts], before, own)[:3]
 
-        The fallback is where the lexeme could last end before the string: just before b (x
-        accepts there), or x's own fallback.
+    def resolve_entered(
+        self, subtrees: list[tuple], before: list[int], own: tuple[int, bytes] = (DEAD, b"")
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Subtrees as entered by a lexer state that accepts terminal ``before[i]`` (or DEAD) just
+        before subtree i's byte and whose own fallback is ``own`` (terminal, pending bytes):
+        ``(strings, first, rest, i)`` concatenated. The fallback is where the lexeme could last end
+        before the string: just before the byte, or the state's own fallback. Only these two
+        depend on the entering state.
         """
-        if not parts:
-            return (np.zeros(0, dtype=np.int64),) * 3
-        strings, first, rest = (np.concatenate(a) for a in zip(*(arrays for _, arrays in parts)))
+        if not subtrees:
+            return (np.zeros(0, dtype=np.int64),) * 4
+        sizes = [len(a[0]) for a in subtrees]
+        strings, first, rest = (np.concatenate(a) for a in zip(*subtrees))
+        part = np.repeat(np.arange(len(subtrees)), sizes)
         held_death, held_end = first == FALLBACK, first == _END_HELD
         if not (held_death.any() or held_end.any()):
-            return strings, first, rest
+            return strings, first, rest, part
         lexer = self.lexer
-        before = np.repeat(lexer.accept_next[lexer.base(x), [b for b, _ in parts]], [len(a[0]) for _, a in parts])
+        before = np.asarray(before, dtype=np.int64)[part]
         back = held_death & (before != DEAD)  # back up to just before the string
         rest0 = self.suffix[self.trie.offsets[strings[back]]]
         first[back] = np.where(self._ignored[before[back]], NO_TERM, before[back])
         rest[back] = rest0
         keep = np.ones(len(strings), dtype=bool)
         keep[back] = rest0 != DEAD
-        own, pending = lexer.fallback(x) if x >= lexer.num_states else (DEAD, b"")
+        own, pending = own
         if own == DEAD:  # no fallback of its own: a lexeme that dies is an error
             keep &= ~(held_death & ~back)
         first[held_end] = END
@@ -310,7 +322,7 @@ class TokenTransducer:
                 extended(r, t, tstrings[s]) if t != DEAD else extended(r, own, pending + tstrings[s])
                 for s, r, t in zip(strings[ends].tolist(), rest[ends].tolist(), before[ends].tolist())
             ]
-        return strings[keep], first[keep], rest[keep]
+        return strings[keep], first[keep], rest[keep], part[keep]
 
     @property
     def root_children(self) -> list[tuple[int, int, int]]:
