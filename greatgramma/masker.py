@@ -111,8 +111,8 @@ class _LexerView:
 
     code: np.ndarray  # int32[V]
     firsts: tuple[int, ...]  # first terminals that occur (NO_TERM: the lexeme ends as an ignored one)
-    end_states: tuple[int, ...]  # lexer states of tokens that stay inside the current lexeme
-    end_groups: tuple[tuple[int, ...], ...]  # end states grouped by what decides whether they can go on
+    end_groups: tuple[tuple[int, ...], ...]  # lexer states of tokens that stay inside the current
+    # lexeme (ascending), grouped by what decides whether they can go on
     fallback: np.ndarray | None  # packed words: tokens that back up to the state's fallback
 
 
@@ -409,7 +409,6 @@ class Masker:
         got = _LexerView(
             np.take(by_string, tokens),
             tuple(sorted(firsts)),
-            tuple(sorted(ends)),
             tuple(tuple(g) for g in groups.values()),
             _pack(np.take(fallback, tokens)) if fallback.any() else None,
         )
@@ -633,7 +632,7 @@ class Masker:
         x, rows, ends, behind = status
         view = self._view(x)
         n = self._num_rows
-        flags = np.zeros(self._end_base + max(view.end_states, default=-1) + 1, dtype=bool)
+        flags = np.zeros(self._end_base + max((g[-1] for g in view.end_groups), default=-1) + 1, dtype=bool)
         for first, ok in rows:
             k = first - NO_TERM
             flags[k * n : (k + 1) * n] = np.frombuffer(ok, dtype=bool)
