@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +12,9 @@ from .lexer import LexerDFA
 from .parser import ParseTable
 from .transducer import TokenTransducer, TokenTrie
 from .vocab import Vocabulary
+
+
+_IDENTITIES = itertools.count(1)
 
 
 @dataclass(eq=False)
@@ -24,6 +28,8 @@ class CompiledGrammar:
     trie: TokenTrie
     transducer: TokenTransducer
     timings: dict[str, float] = field(default_factory=dict)
+    # which compiled grammar a decoding state belongs to: unlike id(), never reused in a process
+    identity: int = field(default_factory=lambda: next(_IDENTITIES), init=False, repr=False)
 
     def summary(self) -> dict[str, object]:
         """Sizes and seconds of the preprocessing stages."""

@@ -34,7 +34,7 @@ class State:
     lexer: int
     stack: Stack
     finished: bool = False
-    grammar_id: int = 0
+    grammar_id: int = 0  # CompiledGrammar.identity of the grammar the state belongs to
 
 
 class _SequenceTrie:
@@ -138,6 +138,7 @@ class Masker:
     """
 
     def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 2):
+        _check_options(compiled, cache_size, split_depth)
         self.compiled = compiled
         self._transducer = compiled.transducer
         self._table = compiled.parse_table
@@ -184,7 +185,7 @@ class Masker:
         self._max_views = max(2, cache_size // 16)  # a program visits tens of lexer states; a view is 4 bytes per token
         self._memo_size = 64 * cache_size
         self._lock = threading.Lock()
-        self._id = id(compiled)
+        self._id = compiled.identity
         self._new_blocks(self._entered_subtrees())
         if self._lexer.columns is None:  # with an indenter they cost ~0.2 s up front: built on first use
             self._resolved_blocks(self._entered_held_blocks())
@@ -644,6 +645,17 @@ class Masker:
                 inner = self._words(behind)
             words |= view.fallback & inner
         return words
+
+
+def _check_options(compiled: object, cache_size: object, split_depth: object) -> None:
+    """Masker's arguments, checked before use (TypeError / ValueError naming the argument)."""
+    if not isinstance(compiled, CompiledGrammar):
+        raise TypeError(f"Masker needs a CompiledGrammar (from gg.compile or gg.load), got {type(compiled).__name__}")
+    for name, value, low in (("cache_size", cache_size, 1), ("split_depth", split_depth, 1)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if value < low:
+            raise ValueError(f"{name} must be >= {low}, got {value}")
 
 
 def _group_columns(visible: list[int], terms) -> list[int]:

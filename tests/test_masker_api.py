@@ -116,3 +116,38 @@ def test_python_grammar_is_refused_until_postlexers_exist() -> None:
 def test_token_table_limit_is_a_clear_error(calc_vocab) -> None:
     with pytest.raises(gg.ResourceLimitError, match="token-level tables would hold up to .* raise max_token_table_entries"):
         gg.compile(gg.Grammar(CALC), calc_vocab, max_token_table_entries=3)
+
+
+def test_state_of_a_freed_grammar_is_refused_by_a_new_one(calc_vocab) -> None:
+    """Regression: states carried id(compiled), which CPython reuses once the grammar is freed."""
+    import gc
+
+    for _ in range(20):
+        old = gg.Masker(gg.compile(gg.Grammar(CALC), calc_vocab))
+        state = old.advance(old.initial_state(), ids(b"(")[0])
+        del old
+        gc.collect()
+        new = gg.Masker(gg.compile(gg.Grammar('start: "x"'), calc_vocab))
+        with pytest.raises(gg.GreatGrammaError, match="does not belong"):
+            new.mask(state)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(split_depth=-3), ValueError, "split_depth must be >= 1"),
+        (dict(split_depth=0), ValueError, "split_depth must be >= 1"),
+        (dict(split_depth=2.0), TypeError, "split_depth must be an int"),
+        (dict(cache_size=0), ValueError, "cache_size must be >= 1"),
+        (dict(cache_size="big"), TypeError, "cache_size must be an int"),
+        (dict(cache_size=True), TypeError, "cache_size must be an int"),
+    ],
+)
+def test_masker_options_are_checked(calc_compiled, kwargs, error, message) -> None:
+    with pytest.raises(error, match=message):
+        gg.Masker(calc_compiled, **kwargs)
+
+
+def test_masker_needs_a_compiled_grammar() -> None:
+    with pytest.raises(TypeError, match="Masker needs a CompiledGrammar.*got str"):
+        gg.Masker("x")
