@@ -94,7 +94,8 @@ class LexerDFA:
         object.__setattr__(self, "_relex", {})
         object.__setattr__(self, "_ext_by_relex", {})
         object.__setattr__(self, "_lock", threading.Lock())
-        object.__setattr__(self, "columns", ColumnMap.of(self) if self.terminals[-1].column is not None else None)
+        split = bool(self.terminals) and self.terminals[-1].column is not None  # no terminals: only "" lexes
+        object.__setattr__(self, "columns", ColumnMap.of(self) if split else None)
 
     @property
     def num_lexer_states(self) -> int:
