@@ -96,14 +96,31 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    from .tokenize import encode_exact, load_tokenizer
+def _read_utf8(path: str) -> str:
+    """The file's text; a file that cannot be read or is not UTF-8 is an error naming it and the place."""
+    from .tokenize import line_and_column
 
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise GreatGrammaError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = line_and_column(data, exc.start)
+        raise GreatGrammaError(
+            f"{path}: not UTF-8 text ({exc.reason}): byte 0x{data[exc.start]:02x} at byte offset {exc.start} "
+            f"(line {line}, column {column})"
+        ) from None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .tokenize import encode_exact, line_and_column, load_tokenizer
+
+    text = _read_utf8(args.file)
     vocab = _vocab(args)
-    compiled = compile(_grammar(args), vocab)
-    text = Path(args.file).read_text(encoding="utf-8")
-    ids = encode_exact(load_tokenizer(args.tokenizer), text, vocab.token_bytes)
-    masker = Masker(compiled)
+    ids = encode_exact(load_tokenizer(args.tokenizer), text, vocab.token_bytes, source=args.file)
+    masker = Masker(compile(_grammar(args), vocab))
     state = masker.initial_state()
     offset = 0
     data = text.encode("utf-8")
@@ -111,8 +128,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             state = masker.advance(state, tok)
         except TokenRejectedError as exc:
-            line = data[:offset].count(b"\n") + 1
-            col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+            line, col = line_and_column(data, offset)
             print(f"{args.file}:{line}:{col}: token #{i} (id {tok}, {vocab.token_bytes[tok]!r}) rejected", file=sys.stderr)
             print(f"  {exc}", file=sys.stderr)
             return 1
@@ -222,8 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command: exit 0 on success, 1 when `check` finds a rejected token, 2 on a usage or
+    input error (one `gg: error:` line), 130 on Ctrl-C (one `gg: interrupted` line)."""
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args)
     except GreatGrammaError as exc:
         print(f"gg: error: {exc}", file=sys.stderr)
@@ -231,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"gg: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("gg: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

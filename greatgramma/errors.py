@@ -72,7 +72,7 @@ class GrammarWarning(UserWarning):
 
 
 class TokenizerError(GreatGrammaError, ValueError):
-    """The tokenizer file or object cannot be turned into a vocabulary."""
+    """The tokenizer file or object cannot be turned into a vocabulary, or no tokens spell a text exactly."""
 
 
 class ResourceLimitError(GreatGrammaError, MemoryError):

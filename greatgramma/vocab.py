@@ -418,11 +418,9 @@ def _token_bytes_from_json(data: Any, source: str) -> tuple[list[bytes | None], 
     decoders = _components(data.get("decoder"), "decoders")
     pre_tokenizers = _components(data.get("pre_tokenizer"), "pretokenizers")
     byte_level = any(c.get("type") == "ByteLevel" for c in decoders + pre_tokenizers)
+    _check_decoders(decoders, byte_level, bool(model.get("byte_fallback")), source)
     byte_fallback = bool(model.get("byte_fallback")) or any(c.get("type") == "ByteFallback" for c in decoders)
-    space_char = _SPIECE_SPACE
-    for c in pre_tokenizers + decoders:
-        if c.get("type") == "Metaspace" and isinstance(c.get("replacement"), str):
-            space_char = c["replacement"]
+    space_char = _space_stand_in(decoders, pre_tokenizers, source)
 
     piece_ids: list[int] = []
     piece_strs: list[str] = []
@@ -484,14 +482,19 @@ def _token_bytes_from_json(data: Any, source: str) -> tuple[list[bytes | None], 
         tid = entry.get("id") if isinstance(entry, dict) else None
         if not _is_int(tid) or tid < 0:
             raise TokenizerError(f"{source}: added token {entry!r} has no valid id")
+        if not isinstance(entry.get("content"), str):
+            raise TokenizerError(f"{source}: added token {entry!r} has no 'content' string")
         added_ids.append(tid)
-        content = entry.get("content")
-        if isinstance(content, str):
-            name_to_id[content] = tid  # an added token wins over a vocab piece of the same text
+    _check_added_token_ids(added, dict(zip(piece_strs, piece_ids)), len(piece_ids), source)
+    for entry in added:
+        name_to_id[entry["content"]] = entry["id"]  # an added token wins over a vocab piece of the same text
 
     n_ids = max(max(piece_ids, default=-1), max(added_ids, default=-1)) + 1
+    wordpiece = decoders[0] if [c.get("type") for c in decoders] == ["WordPiece"] else None
     if byte_level:
         piece_bytes = _byte_level_bytes(piece_ids, piece_strs, source)
+    elif wordpiece is not None:
+        piece_bytes = _wordpiece_bytes(piece_ids, piece_strs, wordpiece, source)
     else:
         piece_bytes = _sentencepiece_bytes(piece_ids, piece_strs, space_char, byte_fallback, source)
     if n_ids == len(piece_ids) and piece_ids == list(range(n_ids)):
@@ -505,6 +508,151 @@ def _token_bytes_from_json(data: Any, source: str) -> tuple[list[bytes | None], 
     if unk_id is not None and 0 <= unk_id < n_ids:
         token_bytes[unk_id] = None  # the unknown token stands for text it does not hold
     return token_bytes, name_to_id
+
+
+# Decoders whose effect on one token in the middle of a text greatgramma reproduces exactly
+# (with the limits `_check_decoders` enforces); any other decoder is refused.
+_EXACT_DECODERS = ("ByteLevel", "Metaspace", "ByteFallback", "Fuse", "Strip", "Replace", "WordPiece")
+# Decoders that join the tokens into one string: a Strip after them only trims the text's ends.
+_JOINING_DECODERS = ("Fuse", "ByteLevel")
+
+
+def _check_decoders(
+    decoders: list[dict[str, Any]], byte_level: bool, model_byte_fallback: bool, source: str
+) -> None:
+    """Refuse a decoder chain whose bytes per token greatgramma would not reproduce exactly.
+
+    A token's bytes are what the decoder makes of it in the middle of a text; a decoder that
+    greatgramma does not model, or one that does not undo what the model and pre-tokenizer
+    encode, would silently give masks over the wrong bytes.
+    """
+    kinds = [c.get("type") for c in decoders]
+    joined = False
+    for component, kind in zip(decoders, kinds):
+        if kind not in _EXACT_DECODERS:
+            raise TokenizerError(
+                f"{source}: decoder {kind!r} is not supported (supported: {', '.join(_EXACT_DECODERS)}); "
+                f"the bytes its tokens decode to cannot be known exactly"
+            )
+        if byte_level and kind not in ("ByteLevel", "Fuse", "Strip"):
+            raise TokenizerError(f"{source}: decoder {kind!r} combined with ByteLevel is not supported")
+        if kind == "Strip" and not joined:
+            raise TokenizerError(
+                f"{source}: decoder 'Strip' before any Fuse strips every token, not only the text's ends: not supported"
+            )
+        if kind == "WordPiece" and len(decoders) > 1:
+            raise TokenizerError(f"{source}: decoder 'WordPiece' combined with {kinds} is not supported")
+        if kind == "Replace":
+            _check_replace(component, source)
+        joined = joined or kind in _JOINING_DECODERS
+    if byte_level and decoders and "ByteLevel" not in kinds:
+        raise TokenizerError(
+            f"{source}: the pre-tokenizer is ByteLevel but the decoder {kinds} does not map the byte "
+            f"alphabet back to bytes: not supported"
+        )
+    if model_byte_fallback and decoders and not byte_level and "ByteFallback" not in kinds:
+        raise TokenizerError(
+            f"{source}: the model falls back to <0xNN> byte pieces but the decoder {kinds} has no "
+            f"ByteFallback to turn them back into bytes: not supported"
+        )
+
+
+def _check_replace(component: dict[str, Any], source: str) -> None:
+    """A Replace decoder is supported when it turns one character (the space stand-in) into a space."""
+    pattern, content = component.get("pattern"), component.get("content")
+    literal = pattern.get("String") if isinstance(pattern, dict) else None
+    if not (isinstance(literal, str) and len(literal) == 1 and content == " "):
+        raise TokenizerError(
+            f"{source}: decoder 'Replace' {pattern!r} -> {content!r} is not supported "
+            f"(only one character -> ' ', the space stand-in)"
+        )
+
+
+def _space_stand_in(decoders: list[dict[str, Any]], pre_tokenizers: list[dict[str, Any]], source: str) -> str:
+    """The character that stands for a space in pieces: the decoder's Replace or Metaspace one, else ▁."""
+    replaced = {c["pattern"]["String"] for c in decoders if c.get("type") == "Replace"}
+    metaspace = {
+        c["replacement"] for c in decoders + pre_tokenizers
+        if c.get("type") == "Metaspace" and isinstance(c.get("replacement"), str)
+    }
+    found = replaced or metaspace
+    if len(found) > 1 or (replaced and metaspace - replaced):
+        raise TokenizerError(
+            f"{source}: several characters stand for a space ({sorted(replaced | metaspace)}): not supported"
+        )
+    return found.pop() if found else _SPIECE_SPACE
+
+
+def _check_added_token_ids(
+    added: list[dict[str, Any]], pieces: Mapping[str, int], n_pieces: int, source: str
+) -> None:
+    """Refuse added tokens whose declared id differs from the one `tokenizers` gives them on load.
+
+    `tokenizers` does not read the ids of `added_tokens`: it adds the tokens in file order, a
+    token that is a vocabulary piece taking the piece's id and any other the next free id past
+    the vocabulary: since 0.22.2 the piece count, then one more per new token; before, one past
+    the largest added id so far (which differs only when piece ids leave gaps). A file whose ids
+    disagree is loaded with other ids than it declares (HF's EOS id would not be ours).
+    """
+    piece_at = {tid: piece for piece, tid in pieces.items()}
+    given: dict[str, int] = {}
+    next_id = n_pieces  # tokenizers >= 0.22.2
+    top = -1  # earlier versions: the largest id given so far
+    for entry in added:
+        content, declared = entry["content"], entry["id"]
+        if not content:
+            raise TokenizerError(f"{source}: added token {declared} is empty (the tokenizers library ignores it)")
+        if content in given or content in pieces:
+            current = earlier = given.get(content, pieces.get(content))
+            why = "the id it already has" if content in given else "the id of the vocabulary piece of that text"
+        else:
+            current, next_id = next_id, next_id + 1
+            earlier = n_pieces if top < 0 or (top < n_pieces and n_pieces > 0) else top + 1
+            why = f"the next id past the vocabulary's {n_pieces} pieces and the added tokens before it"
+        if declared != current or declared != earlier:
+            loads = f"id {current}" if current == earlier else f"id {current} (0.22.2 and later) or {earlier} (before)"
+            raise TokenizerError(
+                f"{source}: added token {content!r} is declared with id {declared}, but the tokenizers "
+                f"library loads it with {loads} ({why}); fix the ids in 'added_tokens'"
+            )
+        if piece_at.get(declared, content) != content:
+            raise TokenizerError(
+                f"{source}: id {declared} is both the added token {content!r} and the vocabulary piece "
+                f"{piece_at[declared]!r}"
+            )
+        given[content] = declared
+        top = max(top, declared)
+
+
+# What WordPiece's `cleanup` rewrites in each decoded token, in order (tokenizers' decoders/wordpiece.rs).
+_WORDPIECE_CLEANUP = (
+    (" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
+    (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"),
+)
+
+
+def _wordpiece_bytes(ids: list[int], pieces: list[str], decoder: dict[str, Any], source: str) -> list[bytes]:
+    """Decode pieces as a WordPiece decoder does past a text's first token.
+
+    A piece starting with the prefix (`##`) continues the word before it and loses the prefix;
+    any other starts a new word after a space; `cleanup` then glues punctuation and
+    contractions back, within the token.
+    """
+    prefix = decoder.get("prefix", "##")
+    cleanup = decoder.get("cleanup", True)
+    if not isinstance(prefix, str) or not isinstance(cleanup, bool):
+        raise TokenizerError(f"{source}: decoder 'WordPiece' has a malformed prefix or cleanup: {decoder!r}")
+    out: list[bytes] = []
+    for tid, piece in zip(ids, pieces):
+        text = piece[len(prefix):] if piece.startswith(prefix) else " " + piece
+        if cleanup:
+            for old, new in _WORDPIECE_CLEANUP:
+                text = text.replace(old, new)
+        try:
+            out.append(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise TokenizerError(f"{source}: token {tid} {piece!r} is not valid Unicode") from None
+    return out
 
 
 def _byte_level_bytes(ids: list[int], pieces: list[str], source: str) -> list[bytes]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import pickle
+import random
 import sys
 import types
 from pathlib import Path
@@ -111,7 +112,8 @@ def unigram_json() -> dict:
                   ["<0x0A>", -3.0], ["é", -4.0], ["x▁y", -5.0]],
     }
     metaspace = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}
-    return _tokenizer_json(model, added=SPM_ADDED, pre_tokenizer=metaspace, decoder=metaspace)
+    decoder = {"type": "Sequence", "decoders": [metaspace, {"type": "ByteFallback"}]}
+    return _tokenizer_json(model, added=SPM_ADDED, pre_tokenizer=metaspace, decoder=decoder)
 
 
 def write_tokenizer(
@@ -148,8 +150,9 @@ def test_byte_level_bpe(tmp_path: Path, nested: bool) -> None:
 
 def test_byte_level_rejects_char_outside_alphabet(tmp_path: Path) -> None:
     data = byte_level_json()
-    data["model"]["vocab"]["a b"] = 14  # a raw space is not a GPT-2 alphabet char
-    with pytest.raises(TokenizerError, match=r"token 14 'a b'.*U\+0020"):
+    del data["model"]["vocab"]["ÿ"]
+    data["model"]["vocab"]["a b"] = 11  # a raw space is not a GPT-2 alphabet char
+    with pytest.raises(TokenizerError, match=r"token 11 'a b'.*U\+0020"):
         Vocabulary.from_file(write_tokenizer(tmp_path, data), eos_token_ids=[12])
 
 
@@ -192,12 +195,166 @@ def test_unknown_token_has_no_bytes_even_when_not_added(tmp_path: Path) -> None:
     assert vocab.token_bytes[1] == b"<s>"  # a control piece that is not declared added keeps its text
 
 
-def test_added_tokens_beyond_vocab_leave_gaps(tmp_path: Path) -> None:
-    data = byte_level_json()
-    data["added_tokens"].append(_added(20, "<|pad|>"))
-    vocab = Vocabulary.from_file(write_tokenizer(tmp_path, data, eos="<|end|>"))
-    assert len(vocab.token_bytes) == vocab.vocab_size == 21
-    assert vocab.token_bytes[12:] == (None,) * 9
+def _tokenizers_id(data: dict, content: str) -> int | None:
+    """The id the `tokenizers` library itself gives `content` when it loads `data`."""
+    tokenizers = pytest.importorskip("tokenizers")
+    return tokenizers.Tokenizer.from_str(json.dumps(data)).token_to_id(content)
+
+
+def test_added_token_past_an_id_gap_is_refused(tmp_path: Path) -> None:
+    """`tokenizers` ignores the declared id: <eos> gets 3 (the piece count), not the 9 the file says."""
+    data = _tokenizer_json(_bpe({"a": 0, "b": 1, "c": 5}), added=[_added(9, "<eos>")])
+    assert _tokenizers_id(data, "<eos>") == 3
+    with pytest.raises(TokenizerError, match=r"added token '<eos>' is declared with id 9, but .* loads it with id 3"):
+        Vocabulary.from_file(write_tokenizer(tmp_path, data, eos="<eos>"))
+    data["added_tokens"][0]["id"] = 3  # the id the library gives: the gap stays ids without bytes
+    vocab = Vocabulary.from_file(write_tokenizer(tmp_path, data, eos="<eos>"))
+    assert vocab.token_bytes == (b"a", b"b", None, None, None, b"c") and vocab.eos_token_ids == (3,)
+
+
+def test_added_token_that_is_a_piece_under_another_id_is_refused(tmp_path: Path) -> None:
+    data = _tokenizer_json(_bpe({"a": 0, "b": 1, "<eos>": 5}), added=[_added(7, "<eos>")])
+    assert _tokenizers_id(data, "<eos>") == 5
+    message = r"'<eos>' is declared with id 7, but .* id 5 \(the id of the vocabulary piece"
+    with pytest.raises(TokenizerError, match=message):
+        Vocabulary.from_file(write_tokenizer(tmp_path, data, eos="<eos>"))
+
+
+def test_added_token_id_shared_with_a_piece_is_refused(tmp_path: Path) -> None:
+    """Pieces 0, 1, 3: `tokenizers` gives <eos> id 3 too, so id 3 would mean both 'c' and <eos>."""
+    data = _tokenizer_json(_bpe({"a": 0, "b": 1, "c": 3}), added=[_added(3, "<eos>")])
+    assert _tokenizers_id(data, "<eos>") == 3
+    with pytest.raises(TokenizerError, match="id 3 is both the added token '<eos>' and the vocabulary piece 'c'"):
+        Vocabulary.from_file(write_tokenizer(tmp_path, data, eos="<eos>"))
+
+
+def test_added_token_ids_agree_with_tokenizers(tmp_path: Path) -> None:
+    """Random vocabularies with id gaps and added tokens: accepted exactly when every declared id is
+    the one `tokenizers` gives, and then the EOS id and the byteless ids are the library's."""
+    tokenizers = pytest.importorskip("tokenizers")
+    rng = random.Random(11)
+    accepted = refused = 0
+    for case in range(150):
+        ids = sorted(rng.sample(range(12), rng.randint(1, 8)))
+        vocab = {f"p{i}": tid for i, tid in enumerate(ids)}
+        contents = rng.sample(["<eos>", "<pad>", "<x>", "p0", f"p{len(ids) - 1}"], rng.randint(1, 4))
+        added = [_added(rng.randrange(16), c) for c in contents]
+        data = _tokenizer_json(_bpe(vocab), added=added)
+        hf = tokenizers.Tokenizer.from_str(json.dumps(data))
+        if rng.random() < 0.5:  # write back the ids the library gives, to exercise acceptance
+            for entry in added:
+                entry["id"] = hf.token_to_id(entry["content"])
+        folder = tmp_path / str(case)
+        consistent = all(hf.token_to_id(e["content"]) == e["id"] for e in added)
+        collides = any(e["content"] not in vocab and e["id"] in ids for e in added)
+        try:
+            result = Vocabulary.from_file(write_tokenizer(folder, data, eos=contents[0]))
+        except TokenizerError as exc:
+            # A file the library agrees with is refused only for a shared id, or where tokenizers
+            # before 0.22.2 gave other ids (piece ids with gaps).
+            assert not consistent or collides or "(before)" in str(exc), (data, exc)
+            refused += 1
+            continue
+        assert consistent and not collides, data
+        assert result.eos_token_ids == (hf.token_to_id(contents[0]),)
+        for entry in added:
+            assert result.token_bytes[hf.token_to_id(entry["content"])] is None
+        accepted += 1
+    assert accepted > 20 and refused > 20
+
+
+# -- decoders --------------------------------------------------------------------------------
+
+
+def wordpiece_json(cleanup: bool = True) -> dict:
+    """A BPE model whose decoder is WordPiece: `##` continues a word, anything else starts one."""
+    vocab = {"a": 0, "b": 1, "##b": 2, "ab": 3, "a##b": 4, ".": 5, "##.": 6, "'": 7, "s": 8, "n't": 9,
+             "do": 10, "not": 11, "é": 12, "##": 13}
+    decoder = {"type": "WordPiece", "prefix": "##", "cleanup": cleanup}
+    return _tokenizer_json(_bpe(vocab), added=[_added(14, "<eos>")], decoder=decoder)
+
+
+@pytest.mark.parametrize("cleanup", [True, False], ids=["cleanup", "no-cleanup"])
+def test_wordpiece_decoder(tmp_path: Path, cleanup: bool) -> None:
+    vocab = Vocabulary.from_file(write_tokenizer(tmp_path, wordpiece_json(cleanup), eos="<eos>"))
+    expected = [b" a", b" b", b"b", b" ab", b" a##b", b"." if cleanup else b" .", b".", b" '", b" s",
+                b"n't" if cleanup else b" n't", b" do", b" not", " é".encode(), b"", None]
+    assert list(vocab.token_bytes) == expected
+
+
+def test_token_bytes_agree_with_tokenizers_decode(tmp_path: Path) -> None:
+    """For every supported decoder: decoding first + rest with `tokenizers` gives decode(first)
+    followed by the rest's token bytes (a token's bytes are what it adds in the middle of a text)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    rng = random.Random(4)
+    # (Without a decoder, `tokenizers` joins pieces with spaces: the nested byte-level layout is
+    # read the way its pre-tokenizer encodes, and not checked here.)
+    layouts = {"byte-level": byte_level_json(), "sentencepiece": spm_bpe_json(), "unigram": unigram_json(),
+               "wordpiece": wordpiece_json(), "wordpiece-no-cleanup": wordpiece_json(cleanup=False)}
+    for name, data in layouts.items():
+        tok = tokenizers.Tokenizer.from_str(json.dumps(data))
+        vocab = Vocabulary.from_tokenizer(tok, eos_token_ids=())
+        ids = [i for i, b in enumerate(vocab.token_bytes) if b is not None]
+        for _ in range(300):
+            seq = [rng.choice(ids) for _ in range(rng.randint(2, 6))]
+            rest = b"".join(vocab.token_bytes[i] for i in seq[1:])  # type: ignore[misc]
+            head = tok.decode(seq[:1], skip_special_tokens=False)
+            try:
+                expected = head + rest.decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # `tokenizers` would show U+FFFD for a partial character
+            if "\ufffd" in head:
+                continue
+            assert tok.decode(seq, skip_special_tokens=False) == expected, (name, seq)
+
+
+@pytest.mark.parametrize(
+    "decoder",
+    [
+        {"type": "BPEDecoder", "suffix": "</w>"},
+        {"type": "CTC", "pad_token": "<pad>", "word_delimiter_token": "|", "cleanup": True},
+        {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Frobnicate"}]},
+    ],
+    ids=["BPEDecoder", "CTC", "unknown-in-sequence"],
+)
+def test_decoder_greatgramma_does_not_model_is_refused(tmp_path: Path, decoder: dict) -> None:
+    data = spm_bpe_json(decoder=decoder)
+    kind = decoder["decoders"][-1]["type"] if decoder["type"] == "Sequence" else decoder["type"]
+    with pytest.raises(TokenizerError, match=f"decoder '{kind}' is not supported"):
+        Vocabulary.from_file(write_tokenizer(tmp_path, data, eos="</s>"))
+
+
+def _decoders(*components: dict) -> dict:
+    return {"type": "Sequence", "decoders": list(components)}
+
+
+REPLACE_SPACE = {"type": "Replace", "pattern": {"String": "▁"}, "content": " "}
+STRIP = {"type": "Strip", "content": " ", "start": 1, "stop": 0}
+
+
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        (spm_bpe_json(decoder=_decoders(REPLACE_SPACE, STRIP, {"type": "Fuse"})), "'Strip' before any Fuse"),
+        (spm_bpe_json(decoder=_decoders({"type": "Replace", "pattern": {"String": "l"}, "content": "L"})),
+         "'Replace'.*'l'.*'L'"),
+        (spm_bpe_json(decoder=_decoders({"type": "Replace", "pattern": {"Regex": "▁+"}, "content": " "})),
+         "'Replace'.*Regex"),
+        (spm_bpe_json(decoder=_decoders({"type": "WordPiece", "prefix": "##", "cleanup": True}, {"type": "Fuse"})),
+         "'WordPiece' combined"),
+        (dict(byte_level_json(), decoder=_decoders(BYTE_LEVEL, {"type": "Metaspace", "replacement": "▁"})),
+         "'Metaspace' combined with ByteLevel"),
+        (dict(byte_level_json(), decoder={"type": "Fuse"}), "pre-tokenizer is ByteLevel but the decoder"),
+        (dict(unigram_json(), decoder={"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always"}),
+         "falls back to <0xNN> byte pieces but the decoder.*has no ByteFallback"),
+    ],
+    ids=["strip-before-fuse", "replace-other-text", "replace-regex", "wordpiece-in-sequence",
+         "metaspace-after-bytelevel", "bytelevel-pretokenizer-without-bytelevel-decoder",
+         "byte-fallback-model-without-bytefallback-decoder"],
+)
+def test_decoder_chain_not_reproduced_exactly_is_refused(tmp_path: Path, data: dict, message: str) -> None:
+    with pytest.raises(TokenizerError, match=message):
+        Vocabulary.from_file(write_tokenizer(tmp_path, data), eos_token_ids=())
 
 
 # -- EOS ids ---------------------------------------------------------------------------------
@@ -474,6 +631,30 @@ def test_encode_exact_tiny() -> None:
     assert spm.encode("hello A", add_special_tokens=False).ids == [7, 6, 8]  # " hello", " ", "A"
     assert encode_exact(spm, "hello A", spm_bytes) == [19, 6, 8]  # via "\n" + text: "hello", " ", "A"
     assert encode_exact(spm, " hello\n", spm_bytes) == [7, 3]
+
+
+def test_encode_exact_names_what_is_wrong() -> None:
+    """A text no token sequence spells exactly: the error names the source, the cause and the place."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer.from_str(json.dumps(byte_level_json()))
+    vocab = Vocabulary.from_tokenizer(tok, eos_token_ids=[12])
+    special = r"^f\.txt: .*the special token '<\|end\|>' \(id 12\) at byte offset 4 \(line 2, column 2\)"
+    with pytest.raises(TokenizerError, match=special):
+        encode_exact(tok, "ab\na<|end|>b", vocab.token_bytes, source="f.txt")
+    with pytest.raises(TokenizerError, match=r"the added token '<think>' \(id 13\) at byte offset 0 "):
+        encode_exact(tok, "<think>ab", vocab.token_bytes)
+
+    lowercase = dict(byte_level_json(), normalizer={"type": "Lowercase"})
+    lower = tokenizers.Tokenizer.from_str(json.dumps(lowercase))
+    changed = (r"does not reproduce its bytes \(its normalizer may change the text\); they first differ at "
+               r"byte offset 4 \(line 3, column 1\): the text has b'Ba', the tokens spell b'ba'")
+    with pytest.raises(TokenizerError, match=changed):
+        encode_exact(lower, "ab\n\nBa", vocab.token_bytes)
+
+    spm = tokenizers.Tokenizer.from_str(json.dumps(spm_bpe_json(byte_fallback=False)))
+    spm_bytes = Vocabulary.from_tokenizer(spm, eos_token_ids=[2]).token_bytes
+    with pytest.raises(TokenizerError, match=r"encodes 'z' at byte offset 2 .* as token '<unk>' \(id 0\)"):
+        encode_exact(spm, "hez", spm_bytes)
 
 
 # -- real tokenizers from ../shared ----------------------------------------------------------
