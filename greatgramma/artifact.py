@@ -1,9 +1,20 @@
 """The compiled-grammar file: a versioned, checksummed container of the preprocessing tables.
 
-Layout: one JSON header line (format, library version, fingerprints of grammar and vocabulary,
-sha256 of the payload), then an uncompressed ``.npz`` payload with every array. Loading checks
-all of it before anything is built, so a damaged or mismatched file is an error, never a
-wrong mask.
+Layout: one JSON header line (format, library version, the grammar's text with its sha256 and
+fingerprint, the vocabulary's fingerprint, terminals, LALR scalars, sha256 of the payload), then
+an uncompressed ``.npz`` payload with every array.
+
+Loading validates everything the file claims before anything is built: header fields and their
+types, array names, dtypes and shapes, every index against what it indexes, and that the tables
+agree with each other and with the vocabulary. A damaged, edited or mismatched file is an
+:class:`ArtifactError` naming the file and the fault, never a deep exception or a wrong mask.
+Edits that keep every table well formed (an in-range value changed) are what
+``load(path, verify=True)`` is for: it compiles the stored grammar for the stored vocabulary
+again and compares all tables.
+
+The lexer's extended (backing-up) states are numbered in the order compiling met them, and the
+saved outcome rows name them: the file lists their keys in id order and loading replays them
+(:meth:`LexerDFA.restore_extended`) before building anything that reads those rows.
 """
 
 from __future__ import annotations
@@ -12,22 +23,26 @@ import hashlib
 import io
 import json
 import os
+import secrets
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from .compiled import CompiledGrammar
-from .errors import ArtifactError
+from .errors import ArtifactError, GrammarWarning, GreatGrammaError
 from .grammar import Grammar
 from .indenter import IndentedTable, Indenter
-from .lexer import LexerDFA, TerminalSpec
+from .lexer import DEAD, MAX_BACKTRACK, LexerDFA, TerminalSpec
 from .parser import ParseTable
-from .transducer import TokenTransducer, TokenTrie
+from .transducer import END, TokenTransducer, TokenTrie
 from .vocab import Vocabulary
 
 MAGIC = "greatgramma-compiled"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 def _library_version() -> str:
@@ -36,17 +51,33 @@ def _library_version() -> str:
     return __version__
 
 
+class _Invalid(ValueError):
+    """What is wrong with a file; ``load`` reports it as an ArtifactError naming the file."""
+
+
+# ------------------------------------------------------------------ save
+
+
 def save(compiled: CompiledGrammar, path: str | os.PathLike) -> None:
-    """Write ``compiled`` to ``path`` (see the module docstring for the layout)."""
-    g, v, lx, pt, trie, td = (
-        compiled.grammar,
-        compiled.vocab,
-        compiled.lexer,
-        compiled.parse_table,
-        compiled.trie,
-        compiled.transducer,
-    )
-    lalr = pt.table if isinstance(pt, IndentedTable) else pt
+    """Write ``compiled`` to ``path`` (layout: module docstring).
+
+    Atomic: the file is written under a temporary name in the same directory and renamed over
+    ``path``, so a save that fails leaves a previous artifact at ``path`` as it was.
+    """
+    arrays = _arrays(compiled)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    payload = buf.getvalue()
+    header = _header(compiled, hashlib.sha256(payload).hexdigest())
+    _write_atomically(Path(path), [json.dumps(header).encode("utf-8") + b"\n", payload])
+
+
+def _arrays(compiled: CompiledGrammar) -> dict[str, np.ndarray]:
+    """Every array the file holds, with the dtypes :data:`_ARRAYS` names."""
+    v, lx, trie, td = compiled.vocab, compiled.lexer, compiled.trie, compiled.transducer
+    lalr = _lalr_of(compiled.parse_table)
+    term, nxt = list(td.outcomes.term), list(td.outcomes.next)  # before the extended states they name
+    ext = lx.extended_keys()
     lengths = np.array([-1 if b is None else len(b) for b in v.token_bytes], dtype=np.int64)
     arrays = {
         "vocab_bytes": np.frombuffer(b"".join(b for b in v.token_bytes if b is not None), dtype=np.uint8),
@@ -55,6 +86,10 @@ def save(compiled: CompiledGrammar, path: str | os.PathLike) -> None:
         "lexer_accept": lx.accept,
         "lexer_prod": lx.prod,
         "lexer_accept_next": lx.accept_next,
+        "lexer_ext_state": np.array([q for q, _, _ in ext], dtype=np.int32),
+        "lexer_ext_term": np.array([t for _, t, _ in ext], dtype=np.int32),
+        "lexer_ext_pending": np.frombuffer(b"".join(p for _, _, p in ext), dtype=np.uint8),
+        "lexer_ext_pending_lengths": np.array([len(p) for _, _, p in ext], dtype=np.int64),
         "lalr_action": lalr.action,
         "lalr_goto": lalr.goto,
         "lalr_rule_lhs": lalr.rule_lhs,
@@ -66,38 +101,493 @@ def save(compiled: CompiledGrammar, path: str | os.PathLike) -> None:
         "trie_level_sizes": np.array([len(x) for x in trie.level_starts], dtype=np.int64),
         "trie_token_ptr": trie.token_of_string_ptr,
         "trie_tokens": trie.token_of_string,
-        "suffix": td.suffix.astype(np.int32),
-        "outcome_term": np.array(td.outcomes.term, dtype=np.int32),
-        "outcome_next": np.array(td.outcomes.next, dtype=np.int32),
+        "suffix": td.suffix,
+        "outcome_term": np.array(term, dtype=np.int64),
+        "outcome_next": np.array(nxt, dtype=np.int64),
     }
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    payload = buf.getvalue()
-    header = {
+    return {name: np.ascontiguousarray(arrays[name], dtype=dtype) for name, (dtype, _) in _ARRAYS.items()}
+
+
+def _lalr_of(table) -> ParseTable:
+    return table.table if isinstance(table, IndentedTable) else table
+
+
+def _header(compiled: CompiledGrammar, payload_sha256: str) -> dict:
+    g, v = compiled.grammar, compiled.vocab
+    return {
         "magic": MAGIC,
         "format": FORMAT_VERSION,
         "library_version": _library_version(),
         "grammar": {
             "text": g.text,
+            "text_sha256": _sha256_text(g.text),
             "start": g.start,
             "source": g.source,
             "fingerprint": g.fingerprint(),
             "indenter": g.indenter.to_dict() if g.indenter is not None else None,
         },
         "vocab": {"vocab_size": v.vocab_size, "eos_token_ids": list(v.eos_token_ids), "fingerprint": v.fingerprint()},
-        "terminals": [asdict(t) for t in lx.terminals],
-        "lalr": {
-            "start_state": lalr.start_state,
-            "end_state": lalr.end_state,
-            "nonterminals": list(lalr.nonterminals),
-            "declared": lalr.declared,
-        },
-        "timings": compiled.timings,
-        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+        **_header_tables(compiled),
+        "timings": dict(compiled.timings),
+        "payload_sha256": payload_sha256,
     }
-    with open(path, "wb") as f:
-        f.write(json.dumps(header).encode("utf-8") + b"\n")
-        f.write(payload)
+
+
+def _header_tables(compiled: CompiledGrammar) -> dict:
+    """The header's part that describes tables (what ``verify`` compares besides the arrays)."""
+    lalr = _lalr_of(compiled.parse_table)
+    return {
+        "terminals": [asdict(t) for t in compiled.lexer.terminals],
+        "lalr": {
+            "start_state": int(lalr.start_state),
+            "end_state": int(lalr.end_state),
+            "nonterminals": list(lalr.nonterminals),
+            "declared": dict(lalr.declared),
+        },
+        "preprocessed_subtrees": int(compiled.preprocessed_subtrees),
+    }
+
+
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _write_atomically(path: Path, parts: list[bytes]) -> None:
+    """Write ``parts`` to a fresh file beside ``path``, flush it to disk, then rename it over ``path``."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            for part in parts:
+                f.write(part)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# ------------------------------------------------------------------ header schema
+
+
+class _Optional:
+    """Schema: None, or a value of ``inner``."""
+
+    def __init__(self, inner: object):
+        self.inner = inner
+
+
+class _MapOf:
+    """Schema: an object whose values all match ``inner``."""
+
+    def __init__(self, inner: object):
+        self.inner = inner
+
+
+_NUMBER = "number"  # an int or a float
+_INDENTER = {
+    "nl": str,
+    "indent": str,
+    "dedent": str,
+    "open": [str],
+    "close": [str],
+    "tab_len": int,
+    "max_column": int,
+}
+_TERMINAL = {
+    "name": str,
+    "pattern": str,
+    "is_string": bool,
+    "priority": int,
+    "max_width": int,
+    "value_len": int,
+    "ignored": bool,
+    "column": _Optional(int),
+}
+_HEADER = {
+    "magic": str,
+    "format": int,
+    "library_version": str,
+    "grammar": {
+        "text": str,
+        "text_sha256": str,
+        "start": str,
+        "source": str,
+        "fingerprint": str,
+        "indenter": _Optional(_INDENTER),
+    },
+    "vocab": {"vocab_size": int, "eos_token_ids": [int], "fingerprint": str},
+    "terminals": [_TERMINAL],
+    "lalr": {"start_state": int, "end_state": int, "nonterminals": [str], "declared": _MapOf(int)},
+    "preprocessed_subtrees": int,
+    "timings": _MapOf(_NUMBER),
+    "payload_sha256": str,
+}
+
+
+def _json_kind(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def _scalar_ok(value: object, schema: object) -> bool:
+    if isinstance(value, bool):
+        return schema is bool
+    if schema is _NUMBER:
+        return isinstance(value, (int, float))
+    return isinstance(value, schema)  # type: ignore[arg-type]
+
+
+def _field(where: str) -> str:
+    return f"header field {where}" if where else "the header"
+
+
+def _check_json(value: object, schema: object, where: str = "") -> None:
+    """Raise _Invalid unless ``value`` has exactly the fields and types ``schema`` names."""
+    if isinstance(schema, dict):
+        if not isinstance(value, dict):
+            raise _Invalid(f"{_field(where)} must be an object, not {_json_kind(value)}")
+        missing = [k for k in schema if k not in value]
+        extra = [k for k in value if k not in schema]
+        if missing or extra:
+            what = [f"lacks {', '.join(missing)}"] * bool(missing) + [f"has unexpected {', '.join(extra)}"] * bool(extra)
+            raise _Invalid(f"{_field(where)} {' and '.join(what)}")
+        for key, sub in schema.items():
+            _check_json(value[key], sub, f"{where}.{key}" if where else key)
+    elif isinstance(schema, list):
+        if not isinstance(value, list):
+            raise _Invalid(f"{_field(where)} must be a list, not {_json_kind(value)}")
+        for i, item in enumerate(value):
+            _check_json(item, schema[0], f"{where}[{i}]")
+    elif isinstance(schema, _Optional):
+        if value is not None:
+            _check_json(value, schema.inner, where)
+    elif isinstance(schema, _MapOf):
+        if not isinstance(value, dict):
+            raise _Invalid(f"{_field(where)} must be an object, not {_json_kind(value)}")
+        for key, item in value.items():
+            _check_json(item, schema.inner, f"{where}.{key}")
+    elif not _scalar_ok(value, schema):
+        name = "a number" if schema is _NUMBER else _json_kind(schema())  # type: ignore[operator]
+        raise _Invalid(f"{_field(where)} must be {name}, not {_json_kind(value)} {str(value)[:40]!r}")
+
+
+def _parse_header(p: Path, line: bytes) -> dict:
+    """The header line, checked: magic, format, then every field and its type."""
+    try:
+        header = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        header = None
+    if not isinstance(header, dict) or header.get("magic") != MAGIC:
+        raise ArtifactError(f"{str(p)!r} is not a greatgramma compiled grammar")
+    if header.get("format") != FORMAT_VERSION:
+        raise ArtifactError(
+            f"{str(p)!r} has format {header.get('format')!r} (library {header.get('library_version')!r}); "
+            f"this greatgramma {_library_version()} reads format {FORMAT_VERSION}: preprocess the grammar again"
+        )
+    try:
+        _check_json(header, _HEADER)
+    except _Invalid as exc:
+        raise ArtifactError(f"{str(p)!r} is malformed: {exc}") from None
+    return header
+
+
+def read_header(path: str | os.PathLike) -> dict:
+    """The checked header of a compiled grammar (library version, grammar, vocabulary, sizes), without the tables."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            line = f.readline()
+    except OSError as exc:
+        raise ArtifactError(f"cannot read compiled grammar {str(p)!r}: {exc.strerror or exc}") from None
+    return _parse_header(p, line)
+
+
+# ------------------------------------------------------------------ arrays
+
+_ARRAYS: dict[str, tuple[type, int]] = {  # name -> (dtype, number of dimensions)
+    "vocab_bytes": (np.uint8, 1),
+    "vocab_lengths": (np.int64, 1),
+    "lexer_delta": (np.int32, 2),
+    "lexer_accept": (np.int32, 1),
+    "lexer_prod": (np.bool_, 2),
+    "lexer_accept_next": (np.int32, 2),
+    "lexer_ext_state": (np.int32, 1),
+    "lexer_ext_term": (np.int32, 1),
+    "lexer_ext_pending": (np.uint8, 1),
+    "lexer_ext_pending_lengths": (np.int64, 1),
+    "lalr_action": (np.int32, 2),
+    "lalr_goto": (np.int32, 2),
+    "lalr_rule_lhs": (np.int32, 1),
+    "lalr_rule_len": (np.int32, 1),
+    "trie_matrix": (np.uint8, 2),
+    "trie_lengths": (np.int32, 1),
+    "trie_offsets": (np.int64, 1),
+    "trie_levels": (np.int64, 1),
+    "trie_level_sizes": (np.int64, 1),
+    "trie_token_ptr": (np.int64, 1),
+    "trie_tokens": (np.int64, 1),
+    "suffix": (np.int32, 1),
+    "outcome_term": (np.int32, 1),
+    "outcome_next": (np.int32, 1),
+}
+
+
+def _read_arrays(payload: bytes) -> dict[str, np.ndarray]:
+    """The payload's arrays, each of the dtype and number of dimensions :data:`_ARRAYS` names."""
+    try:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except Exception as exc:  # noqa: BLE001 - a damaged zip or .npy fails in many ways
+        raise _Invalid(f"the payload cannot be read ({type(exc).__name__}: {exc})") from None
+    missing = sorted(set(_ARRAYS) - set(arrays))
+    extra = sorted(set(arrays) - set(_ARRAYS))
+    if missing or extra:
+        raise _Invalid(f"the payload lacks arrays {missing} and has unexpected arrays {extra}")
+    for name, (dtype, ndim) in _ARRAYS.items():
+        x = arrays[name]
+        if x.dtype != np.dtype(dtype) or x.ndim != ndim:
+            raise _Invalid(f"array {name} is {x.dtype} with shape {x.shape}; expected {np.dtype(dtype)} with {ndim} dimension(s)")
+    return arrays
+
+
+def _expect_shape(a: dict, name: str, shape: tuple[int, ...]) -> None:
+    if a[name].shape != shape:
+        raise _Invalid(f"array {name} has shape {a[name].shape}, expected {shape}")
+
+
+def _expect_range(a: dict, name: str, lo: int, hi: int, meaning: str) -> None:
+    """Every value of ``a[name]`` in [lo, hi) (``meaning`` says what the bounds are)."""
+    x = a[name]
+    bad = (x < lo) | (x >= hi)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise _Invalid(f"array {name} holds {x[at]} at {at}, outside [{lo}, {hi}) ({meaning})")
+
+
+# ------------------------------------------------------------------ what the arrays must satisfy
+
+
+def _token_bytes(a: dict) -> list[bytes | None]:
+    """The vocabulary's token bytes from vocab_lengths (-1: no bytes) and the concatenated vocab_bytes."""
+    lengths = a["vocab_lengths"]
+    _expect_range(a, "vocab_lengths", -1, len(a["vocab_bytes"]) + 1, "token byte lengths, -1 for none")
+    ends = np.cumsum(np.maximum(lengths, 0))
+    if (ends[-1] if len(ends) else 0) != len(a["vocab_bytes"]):
+        raise _Invalid(f"vocab_lengths add up to {int(ends[-1]) if len(ends) else 0}, vocab_bytes holds {len(a['vocab_bytes'])}")
+    flat = a["vocab_bytes"].tobytes()
+    return [None if n < 0 else flat[e - n : e] for n, e in zip(lengths.tolist(), ends.tolist())]
+
+
+def _vocabulary(a: dict, vh: dict) -> Vocabulary:
+    try:
+        vocab = Vocabulary(_token_bytes(a), eos_token_ids=vh["eos_token_ids"], vocab_size=vh["vocab_size"])
+    except GreatGrammaError as exc:
+        raise _Invalid(f"its vocabulary is invalid: {exc}") from None
+    if vocab.fingerprint() != vh["fingerprint"]:
+        raise _Invalid("the vocabulary's token bytes and EOS ids do not match vocab.fingerprint")
+    return vocab
+
+
+def _grammar(gh: dict) -> Grammar:
+    """The stored grammar, checked against its text hash and its fingerprint (text, start, indenter)."""
+    if _sha256_text(gh["text"]) != gh["text_sha256"]:
+        raise _Invalid("grammar.text does not match grammar.text_sha256")
+    indenter = None
+    if gh["indenter"] is not None:
+        try:
+            indenter = Indenter(**gh["indenter"])
+        except (TypeError, ValueError) as exc:
+            raise _Invalid(f"grammar.indenter is invalid: {exc}") from None
+    grammar = Grammar._from_artifact(gh["text"], start=gh["start"], source=gh["source"], indenter=indenter)
+    if grammar.fingerprint() != gh["fingerprint"]:
+        raise _Invalid("grammar.text, grammar.start and grammar.indenter do not match grammar.fingerprint")
+    return grammar
+
+
+def _terminals(header: dict, indenter: Indenter | None) -> tuple[TerminalSpec, ...]:
+    """The terminals; with an indenter the newline's column copies 0..max_column come last."""
+    terms = tuple(TerminalSpec(**t) for t in header["terminals"])
+    base = [t for t in terms if t.column is None]
+    names = [t.name for t in base]
+    if len(set(names)) != len(names):
+        raise _Invalid("terminals repeat a name")
+    copies = terms[len(base) :]
+    if indenter is None:
+        expected: list[tuple[str, int | None]] = []
+    else:
+        if indenter.nl not in names or base[names.index(indenter.nl)].ignored:
+            raise _Invalid(f"terminals lack the indenter's newline terminal {indenter.nl}")
+        expected = [(indenter.nl, c) for c in range(indenter.max_column + 1)]
+    if [(t.name, t.column) for t in copies] != expected:
+        raise _Invalid(
+            "terminals: the newline's column copies must come last, one per column 0..max_column, "
+            "and only with an indenter"
+        )
+    return terms
+
+
+def _check_lexer(a: dict, terms: tuple[TerminalSpec, ...]) -> None:
+    """Transitions and accepted terminals in range; the start state accepts nothing (no empty lexeme)."""
+    n_terms = len(terms)
+    q = a["lexer_delta"].shape[0]
+    if q < 1:
+        raise _Invalid("lexer_delta has no states")
+    for name, shape in (("lexer_delta", (q, 256)), ("lexer_accept", (q,)), ("lexer_accept_next", (q, 256))):
+        _expect_shape(a, name, shape)
+    _expect_shape(a, "lexer_prod", (q, n_terms))
+    _expect_range(a, "lexer_delta", DEAD, q, "lexer states, -1 for none")
+    _expect_range(a, "lexer_accept", DEAD, n_terms, "terminals, -1 for none")
+    _expect_range(a, "lexer_accept_next", DEAD, n_terms, "terminals, -1 for none")
+    if a["lexer_accept"][0] != DEAD or (a["lexer_accept_next"][0] != DEAD).any():
+        raise _Invalid("the lexer's start state accepts a terminal (an empty lexeme)")
+    n_ext = len(a["lexer_ext_state"])
+    for name in ("lexer_ext_term", "lexer_ext_pending_lengths"):
+        _expect_shape(a, name, (n_ext,))
+    _expect_range(a, "lexer_ext_pending_lengths", 0, MAX_BACKTRACK + 1, "pending bytes of a fallback")
+    if int(a["lexer_ext_pending_lengths"].sum()) != len(a["lexer_ext_pending"]):
+        raise _Invalid("lexer_ext_pending_lengths do not add up to the length of lexer_ext_pending")
+
+
+def _extended_keys(a: dict) -> list[tuple[int, int, bytes]]:
+    flat = a["lexer_ext_pending"].tobytes()
+    ends = np.cumsum(a["lexer_ext_pending_lengths"]).tolist()
+    starts = [0, *ends[:-1]]
+    return [
+        (q, t, flat[s:e]) for q, t, s, e in zip(a["lexer_ext_state"].tolist(), a["lexer_ext_term"].tolist(), starts, ends)
+    ]
+
+
+def _check_lalr(a: dict, lalr: dict, terms: tuple[TerminalSpec, ...], indenter: Indenter | None) -> None:
+    """Shapes follow the terminals and nonterminals; actions, gotos and rules index what exists."""
+    n_base = sum(t.column is None for t in terms)
+    declared = lalr["declared"]
+    want = {} if indenter is None else {indenter.indent, indenter.dedent}
+    if set(declared) != set(want) or sorted(declared.values()) != list(range(n_base, n_base + len(declared))):
+        raise _Invalid(
+            f"lalr.declared must give {sorted(want) or 'no terminals'} the ids after the {n_base} lexer terminals"
+        )
+    s = a["lalr_action"].shape[0]
+    n_rules, n_nonterms = len(a["lalr_rule_lhs"]), len(lalr["nonterminals"])
+    if s < 1:
+        raise _Invalid("lalr_action has no states")
+    _expect_shape(a, "lalr_action", (s, n_base + len(declared) + 1))
+    _expect_shape(a, "lalr_goto", (s, max(n_nonterms, 1)))
+    _expect_shape(a, "lalr_rule_len", (n_rules,))
+    _expect_range(a, "lalr_action", -1 - n_rules, s, "shift to a state, -1 error, -2 - r reduce by rule r")
+    _expect_range(a, "lalr_goto", -1, s, "parser states, -1 for none")
+    _expect_range(a, "lalr_rule_lhs", 0, n_nonterms, "nonterminals")
+    _expect_range(a, "lalr_rule_len", 0, 2**31 - 1, "rule lengths")
+    for key in ("start_state", "end_state"):
+        if not 0 <= lalr[key] < s:
+            raise _Invalid(f"lalr.{key} {lalr[key]} is not a parser state (0..{s - 1})")
+
+
+def _trie_levels(lcp: np.ndarray, lengths: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(trie_levels, trie_level_sizes) as TokenTrie.build makes them: depth d (from 1) lists, in
+    order, the strings that open a node there (common prefix with the previous string < d <= length)."""
+    counts = lengths.astype(np.int64) - lcp
+    string = np.repeat(np.arange(len(lengths)), counts)
+    depth = np.repeat(lcp + 1 - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    order = np.argsort(depth, kind="stable")
+    return string[order], np.bincount(depth - 1, minlength=width)[:width]
+
+
+def _check_token_strings(a: dict, owner: np.ndarray) -> None:
+    """Token ``trie_tokens[i]``'s bytes (from vocab_lengths and vocab_bytes) are string ``owner[i]``."""
+    tokens, matrix = a["trie_tokens"], a["trie_matrix"]
+    vocab_lengths = a["vocab_lengths"]
+    size = vocab_lengths[tokens]
+    wrong = size != a["trie_lengths"][owner]
+    if not wrong.any():
+        starts = np.cumsum(np.maximum(vocab_lengths, 0)) - np.maximum(vocab_lengths, 0)
+        pos = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
+        same = a["vocab_bytes"][np.repeat(starts[tokens], size) + pos] == matrix[np.repeat(owner, size), pos]
+        wrong = np.zeros(len(tokens), dtype=bool)
+        wrong[np.repeat(np.arange(len(tokens)), size)[~same]] = True
+    if wrong.any():
+        raise _Invalid(f"trie_tokens lists token {int(tokens[np.argmax(wrong)])} under a string that is not its bytes")
+
+
+def _check_trie(a: dict) -> tuple[bytes, ...]:
+    """The trie is the vocabulary's (the payload's vocab_* arrays) distinct non-empty token strings,
+    sorted, with consistent offsets, levels and token lists. Returns the strings."""
+    matrix, lengths = a["trie_matrix"], a["trie_lengths"]
+    n, width = matrix.shape
+    if width < 1:
+        raise _Invalid("trie_matrix has no columns")
+    _expect_shape(a, "trie_lengths", (n,))
+    _expect_range(a, "trie_lengths", 1, width + 1, "string lengths within trie_matrix's width")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if not np.array_equal(a["trie_offsets"], offsets):
+        raise _Invalid("trie_offsets are not the running sums of trie_lengths")
+    if ((matrix != 0) & (np.arange(width, dtype=np.int32)[None, :] >= lengths[:, None])).any():
+        raise _Invalid("trie_matrix has bytes past a string's length")
+    lcp = np.zeros(n, dtype=np.int64)
+    if n > 1:
+        minlen = np.minimum(lengths[1:], lengths[:-1])
+        differ = (matrix[1:] != matrix[:-1]) | (np.arange(width)[None, :] >= minlen[:, None])
+        lcp[1:] = np.argmax(differ, axis=1)
+        rows = np.arange(1, n)
+        at = np.minimum(lcp[1:], width - 1)
+        greater = np.where(lcp[1:] < minlen, matrix[rows, at] > matrix[rows - 1, at], lengths[1:] > lengths[:-1])
+        if not greater.all():
+            raise _Invalid(f"trie strings are not sorted and distinct (string {int(np.argmin(greater)) + 1})")
+    _expect_shape(a, "trie_level_sizes", (width,))
+    levels, sizes = _trie_levels(lcp, lengths, width)
+    if not (np.array_equal(a["trie_levels"], levels) and np.array_equal(a["trie_level_sizes"], sizes)):
+        raise _Invalid("trie_levels and trie_level_sizes are not the trie's levels")
+    ptr, tokens = a["trie_token_ptr"], a["trie_tokens"]
+    _expect_shape(a, "trie_token_ptr", (n + 1,))
+    if ptr[0] != 0 or (np.diff(ptr) < 1).any() or ptr[-1] != len(tokens):
+        raise _Invalid("trie_token_ptr must rise from 0 to len(trie_tokens), at least one token per string")
+    vocab_lengths = a["vocab_lengths"]
+    _expect_range(a, "trie_tokens", 0, len(vocab_lengths), "token ids of the vocabulary")
+    _check_token_strings(a, np.repeat(np.arange(n), np.diff(ptr)))
+    once = np.bincount(tokens, minlength=len(vocab_lengths)) == 1
+    if len(tokens) != int(once.sum()) or len(tokens) != int((vocab_lengths > 0).sum()):
+        raise _Invalid("trie_tokens must list every token with bytes exactly once")
+    strings = tuple(matrix[i, :k].tobytes() for i, k in enumerate(lengths.tolist()))
+    return strings
+
+
+def _check_outcomes(a: dict, terms: tuple[TerminalSpec, ...], num_lexer_states: int) -> None:
+    """Suffix rows name outcome rows; an outcome row emits a parser-visible terminal and links to an
+    earlier row (so following links ends), or ends (END) in a lexer state, extended ones included."""
+    n_rows = len(a["outcome_term"])
+    _expect_shape(a, "outcome_next", (n_rows,))
+    _expect_shape(a, "suffix", (int(a["trie_offsets"][-1]),))
+    _expect_range(a, "suffix", DEAD, n_rows, "outcome rows, -1 for none")
+    term, nxt = a["outcome_term"].astype(np.int64), a["outcome_next"].astype(np.int64)
+    visible = np.array([not t.ignored for t in terms] + [False], dtype=bool)
+    is_end = term == END
+    bad_term = ~is_end & ~visible[np.where((term >= 0) & (term < len(terms)), term, len(terms))]
+    bad_next = np.where(is_end, (nxt < 0) | (nxt >= num_lexer_states), (nxt < 0) | (nxt >= np.arange(n_rows)))
+    for bad, what in ((bad_term, "a terminal that is not a parser-visible one"), (bad_next, "a link out of range")):
+        if bad.any():
+            o = int(np.argmax(bad))
+            raise _Invalid(
+                f"outcome row {o} (terminal {int(term[o])}, next {int(nxt[o])}) has {what} "
+                f"({num_lexer_states} lexer states; rows link to earlier rows)"
+            )
+
+
+# ------------------------------------------------------------------ load
+
+
+@contextmanager
+def _building(what: str) -> Iterator[None]:
+    """A safety net over the checks: an error while building ``what`` from checked arrays is still
+    reported as a malformed file, never as a deep exception."""
+    try:
+        yield
+    except _Invalid:
+        raise
+    except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as exc:
+        raise _Invalid(f"cannot build the {what} from it ({type(exc).__name__}: {exc})") from None
 
 
 def load(
@@ -105,26 +595,22 @@ def load(
     *,
     grammar: Grammar | None = None,
     vocab: Vocabulary | None = None,
+    verify: bool = False,
 ) -> CompiledGrammar:
-    """Read a compiled grammar; if ``grammar`` or ``vocab`` is given, refuse a file made for others."""
+    """Read a compiled grammar; if ``grammar`` or ``vocab`` is given, refuse a file made for others.
+
+    Everything the file claims is checked before use (module docstring). ``verify=True`` also
+    compiles the stored grammar for the stored vocabulary again (seconds) and compares every
+    table, so that even an edit that keeps the tables well formed is refused.
+    """
     p = Path(path)
     try:
         raw = p.read_bytes()
     except OSError as exc:
         raise ArtifactError(f"cannot read compiled grammar {str(p)!r}: {exc.strerror or exc}") from None
     line, sep, payload = raw.partition(b"\n")
-    try:
-        header = json.loads(line) if sep else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        header = None
-    if not isinstance(header, dict) or header.get("magic") != MAGIC:
-        raise ArtifactError(f"{str(p)!r} is not a greatgramma compiled grammar")
-    if header.get("format") != FORMAT_VERSION:
-        raise ArtifactError(
-            f"{str(p)!r} has format {header.get('format')} (library {header.get('library_version')}); "
-            f"this greatgramma {_library_version()} reads format {FORMAT_VERSION}: preprocess the grammar again"
-        )
-    if hashlib.sha256(payload).hexdigest() != header.get("payload_sha256"):
+    header = _parse_header(p, line if sep else b"")
+    if hashlib.sha256(payload).hexdigest() != header["payload_sha256"]:
         raise ArtifactError(f"{str(p)!r} is corrupted (checksum mismatch): preprocess the grammar again")
     gh, vh = header["grammar"], header["vocab"]
     if grammar is not None and grammar.fingerprint() != gh["fingerprint"]:
@@ -132,40 +618,121 @@ def load(
     if vocab is not None and vocab.fingerprint() != vh["fingerprint"]:
         raise ArtifactError(f"{str(p)!r} was compiled for another tokenizer or vocabulary size")
     try:
-        a = dict(np.load(io.BytesIO(payload), allow_pickle=False))
-    except Exception as exc:  # a damaged zip can fail in many ways; the checksum passed, so this is a bug
-        raise ArtifactError(f"{str(p)!r} cannot be read: {exc}") from None
+        arrays = _read_arrays(payload)
+        compiled = _build(header, arrays, grammar, vocab)
+    except _Invalid as exc:
+        raise ArtifactError(f"{str(p)!r} is malformed: {exc}") from None
+    if verify:
+        _verify(p, compiled, arrays, header)
+    return compiled
 
+
+def _build(header: dict, a: dict, grammar: Grammar | None, vocab: Vocabulary | None) -> CompiledGrammar:
+    """Check the arrays against the header and each other, then build the compiled grammar."""
+    stored = _grammar(header["grammar"])
+    grammar = grammar if grammar is not None else stored
     if vocab is None:
-        lengths, flat = a["vocab_lengths"], a["vocab_bytes"].tobytes()
-        ends = np.cumsum(np.maximum(lengths, 0))
-        token_bytes = [None if n < 0 else flat[e - n : e] for n, e in zip(lengths.tolist(), ends.tolist())]
-        vocab = Vocabulary(token_bytes, eos_token_ids=vh["eos_token_ids"], vocab_size=vh["vocab_size"])
-        if vocab.fingerprint() != vh["fingerprint"]:
-            raise ArtifactError(f"{str(p)!r} is corrupted (vocabulary fingerprint mismatch)")
-    ind = Indenter(**gh["indenter"]) if gh.get("indenter") else None
-    if grammar is None:
-        grammar = Grammar._from_artifact(gh["text"], start=gh["start"], source=gh["source"], indenter=ind)
-    terminals = tuple(TerminalSpec(**t) for t in header["terminals"])
-    tab_len = ind.tab_len if ind is not None else 8
-    lexer = LexerDFA(a["lexer_delta"], a["lexer_accept"], a["lexer_prod"], terminals, a["lexer_accept_next"], tab_len)
+        vocab = _vocabulary(a, header["vocab"])
+    elif tuple(_token_bytes(a)) != vocab.token_bytes:  # the trie is checked against the payload's bytes
+        raise _Invalid("its vocabulary arrays differ from the given vocabulary, whose fingerprint it names")
+    ind = stored.indenter
+    terms = _terminals(header, ind)
+    _check_lexer(a, terms)
+    with _building("lexer"):
+        lexer = LexerDFA(
+            a["lexer_delta"], a["lexer_accept"], a["lexer_prod"], terms, a["lexer_accept_next"], ind.tab_len if ind else 8
+        )
+    try:
+        lexer.restore_extended(_extended_keys(a))
+    except ValueError as exc:
+        raise _Invalid(str(exc)) from None
     lalr = header["lalr"]
-    table = ParseTable(
-        a["lalr_action"],
-        a["lalr_goto"],
-        a["lalr_rule_lhs"],
-        a["lalr_rule_len"],
-        lalr["start_state"],
-        lalr["end_state"],
-        tuple(lalr["nonterminals"]),
-        dict(lalr.get("declared", {})),
-    )
-    if ind is not None:
-        table = IndentedTable(table, ind, [t.name for t in terminals if t.column is None])
-    offsets, flat = a["trie_offsets"], a["trie_matrix"]
-    lengths = a["trie_lengths"]
-    strings = tuple(flat[i, :n].tobytes() for i, n in enumerate(lengths.tolist()))
+    _check_lalr(a, lalr, terms, ind)
+    with _building("parse table"):
+        table = ParseTable(
+            a["lalr_action"],
+            a["lalr_goto"],
+            a["lalr_rule_lhs"],
+            a["lalr_rule_len"],
+            lalr["start_state"],
+            lalr["end_state"],
+            tuple(lalr["nonterminals"]),
+            dict(lalr["declared"]),
+        )
+        if ind is not None:
+            table = IndentedTable(table, ind, [t.name for t in terms if t.column is None])
+    strings = _check_trie(a)
+    _check_outcomes(a, terms, lexer.num_lexer_states)
     levels = tuple(np.split(a["trie_levels"], np.cumsum(a["trie_level_sizes"])[:-1]))
-    trie = TokenTrie(strings, flat, lengths, offsets, levels, a["trie_token_ptr"], a["trie_tokens"])
-    transducer = TokenTransducer(lexer, trie, saved=(a["suffix"], a["outcome_term"], a["outcome_next"]))
-    return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, dict(header.get("timings", {})))
+    with _building("token trie and transducer"):
+        trie = TokenTrie(
+            strings, a["trie_matrix"], a["trie_lengths"], a["trie_offsets"], levels, a["trie_token_ptr"], a["trie_tokens"]
+        )
+        transducer = TokenTransducer(lexer, trie, saved=(a["suffix"], a["outcome_term"], a["outcome_next"]))
+    if header["preprocessed_subtrees"] < 0:
+        raise _Invalid("preprocessed_subtrees is negative")
+    with _building("timings"):
+        timings = {k: float(v) for k, v in header["timings"].items()}
+    return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, timings, header["preprocessed_subtrees"])
+
+
+def _verify(p: Path, compiled: CompiledGrammar, arrays: dict, header: dict) -> None:
+    """Compile the stored grammar for the stored vocabulary and compare every table with the file's.
+
+    Lark numbers LALR states, rules and nonterminals differently from one run to the next, so the
+    parse tables are compared as automata (:func:`_canonical_lalr`); all other tables exactly.
+    """
+    from .compiled import compile
+
+    try:
+        with warnings.catch_warnings():  # the grammar's warnings were given when it was preprocessed
+            warnings.simplefilter("ignore", GrammarWarning)
+            fresh = compile(compiled.grammar, compiled.vocab)
+    except GreatGrammaError as exc:
+        raise ArtifactError(f"{str(p)!r} fails verification: its grammar does not compile here ({exc})") from None
+    mine = _arrays(fresh)
+    exact = [name for name in mine if not name.startswith(("lexer_ext_", "lalr_"))]
+    differ = [name for name in exact if not np.array_equal(mine[name], arrays[name])]
+    made = fresh.lexer.extended_keys()
+    if _extended_keys(arrays)[: len(made)] != made:  # a used grammar may have met more of them after compiling
+        differ.append("lexer_ext_*")
+    if _canonical_lalr(_lalr_of(fresh.parse_table)) != _canonical_lalr(_lalr_of(compiled.parse_table)):
+        differ.append("lalr_* (the parse table)")
+    tables = _header_tables(fresh)
+    differ += [f"header {key}" for key in ("terminals", "preprocessed_subtrees") if header[key] != tables[key]]
+    if header["lalr"]["declared"] != tables["lalr"]["declared"]:
+        differ.append("header lalr.declared")
+    if differ:
+        raise ArtifactError(
+            f"{str(p)!r} fails verification: {', '.join(differ)} differ from what its grammar and "
+            f"vocabulary compile to with greatgramma {_library_version()}"
+        )
+
+
+def _canonical_lalr(table: ParseTable) -> tuple:
+    """The parse table with its numbering taken out: states renumbered breadth first from the start
+    (successors by terminal id, then by nonterminal name), reductions named by (nonterminal, length)."""
+    action, goto = table.action.tolist(), table.goto.tolist()
+    names, lhs, rlen = table.nonterminals, table.rule_lhs.tolist(), table.rule_len.tolist()
+    by_name = sorted(range(len(names)), key=names.__getitem__)
+    order = {table.start_state: 0}
+    queue = [table.start_state]
+    for s in queue:
+        for nxt in [a for a in action[s] if a >= 0] + [goto[s][j] for j in by_name if goto[s][j] >= 0]:
+            if nxt not in order:
+                order[nxt] = len(order)
+                queue.append(nxt)
+    if table.end_state not in order:
+        order[table.end_state] = len(order)
+        queue.append(table.end_state)
+
+    def act(a: int) -> tuple:
+        if a >= 0:
+            return ("shift", order[a])
+        return ("error",) if a == -1 else ("reduce", names[lhs[-2 - a]], rlen[-2 - a])
+
+    rows = [
+        (tuple(act(a) for a in action[s]), tuple((names[j], order[goto[s][j]]) for j in by_name if goto[s][j] >= 0))
+        for s in queue
+    ]
+    return order[table.end_state], rows

@@ -87,8 +87,17 @@ def cmd_preprocess(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from .artifact import read_header
+
     compiled = load(args.artifact)
-    summary = compiled.summary()
+    header = read_header(args.artifact)
+    summary = {
+        "file_bytes": os.path.getsize(args.artifact),
+        "format": f"{header['format']} (written by greatgramma {header['library_version']})",
+        **compiled.summary(),
+    }
+    # a loaded transducer walks subtrees on demand: the figure is the one preprocessing recorded
+    summary["subtrees"] = f"{summary['subtrees']} (walked when preprocessed, as the file records)"
     summary["vocab_fingerprint"] = compiled.vocab.fingerprint()[:16]
     summary["eos_token_ids"] = list(compiled.vocab.eos_token_ids)
     print(f"{args.artifact}:")

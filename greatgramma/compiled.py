@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ class CompiledGrammar:
     trie: TokenTrie
     transducer: TokenTransducer
     timings: dict[str, float] = field(default_factory=dict)
+    # subtrees compile walked (a loaded grammar's transducer walks its own on demand; the file keeps this figure)
+    preprocessed_subtrees: int = 0
     # which compiled grammar a decoding state belongs to: unlike id(), never reused in a process
     identity: int = field(default_factory=lambda: next(_IDENTITIES), init=False, repr=False)
 
@@ -41,11 +44,12 @@ class CompiledGrammar:
             "vocab_size": self.vocab.vocab_size,
             "token_strings": len(self.trie),
             "start_state_outcomes": len(self.transducer.outcomes),
-            "subtrees": self.transducer.num_subtrees,
+            "subtrees": self.preprocessed_subtrees,
             "seconds": dict(self.timings),
         }
 
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the artifact (atomically: a failed save leaves any previous file at ``path`` intact)."""
         from .artifact import save
 
         save(self, path)
@@ -85,6 +89,6 @@ def compile(  # noqa: A001
     lap("trie")
     transducer = TokenTransducer(lexer, trie)
     lap("transducer")
-    transducer.walk_all_subtrees(max_token_table_entries)
+    subtrees = transducer.walk_all_subtrees(max_token_table_entries)
     lap("subtrees")
-    return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, timings)
+    return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, timings, subtrees)

@@ -139,6 +139,44 @@ class LexerDFA:
                     self._ext_index[key] = got
         return got
 
+    def extended_keys(self) -> list[tuple[int, int, bytes]]:
+        """The extended states met so far as (DFA state, fallback terminal, pending bytes), in id
+        order: state ``num_states + i`` is key i. Tables that name extended states (a saved
+        transducer) need these to mean the same thing elsewhere (:meth:`restore_extended`)."""
+        with self._lock:
+            return list(self._ext)
+
+    def restore_extended(self, keys: list[tuple[int, int, bytes]]) -> None:
+        """Recreate the extended states of another lexer with the same tables, from its
+        :meth:`extended_keys`: replaying :meth:`extended` in order must give key i the id
+        ``num_states + i``. Raises ValueError naming the first key that is malformed or gets
+        another id (the keys do not belong to these tables)."""
+        for i, key in enumerate(keys):
+            self._check_extended_key(i, key)
+            got = self.extended(*key)
+            if got != self.num_states + i:
+                raise ValueError(
+                    f"extended state {i} {key!r} replays as lexer state {got}, not {self.num_states + i}: "
+                    "the extended states do not belong to this lexer"
+                )
+
+    def _check_extended_key(self, i: int, key: object) -> None:
+        """ValueError unless ``key`` is a well-formed (DFA state, terminal, pending bytes) triple."""
+        ok = (
+            isinstance(key, tuple)
+            and len(key) == 3
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in key[:2])
+            and isinstance(key[2], bytes)
+        )
+        if not ok:
+            raise ValueError(f"extended state {i}: (DFA state, terminal, pending bytes) expected, got {key!r}")
+        q, term, pending = key
+        if not (0 <= q < self.num_states and 0 <= term < len(self.terminals) and len(pending) <= MAX_BACKTRACK):
+            raise ValueError(
+                f"extended state {i} {key!r} is out of range ({self.num_states} DFA states, "
+                f"{len(self.terminals)} terminals, at most {MAX_BACKTRACK} pending bytes)"
+            )
+
     def relexed(self, state: int) -> tuple[tuple[int, ...], int]:
         """For an extended state: what backing up does (terminals emitted after the fallback
         terminal when its pending bytes are lexed again, and the state they end in; DEAD if

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
 
 import numpy as np
 import pytest
@@ -69,3 +72,62 @@ def test_mismatched_inputs(tmp_path, calc_compiled, calc_vocab) -> None:
     other = gg.Vocabulary.from_token_bytes(CALC_TOKENS, eos_token_ids=[0], vocab_size=calc_vocab.vocab_size + 32)
     with pytest.raises(gg.ArtifactError, match="another tokenizer"):
         gg.load(path, vocab=other)
+
+
+def test_header_keeps_library_version_and_grammar_hash(tmp_path, calc_compiled) -> None:
+    path = tmp_path / "calc.ggc"
+    calc_compiled.save(path)
+    header = gg.artifact.read_header(path)
+    assert header["library_version"] == gg.__version__
+    assert header["grammar"]["text_sha256"] == hashlib.sha256(CALC.encode()).hexdigest()
+
+
+# ------------------------------------------------------------------ atomic save
+
+
+def _leftovers(directory) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name != "calc.ggc")
+
+
+def _fail(*args, **kwargs):
+    raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("where", ["np.savez", "os.fsync", "os.replace"])
+def test_failed_save_keeps_the_previous_artifact(tmp_path, calc_compiled, monkeypatch, where) -> None:
+    """A save that fails before, during (the flush of the new bytes) or at the rename leaves the old file."""
+    path = tmp_path / "calc.ggc"
+    calc_compiled.save(path)
+    before = path.read_bytes()
+    module, name = where.split(".")
+    monkeypatch.setattr(np if module == "np" else os, name, _fail)
+    with pytest.raises(OSError, match="No space left"):
+        calc_compiled.save(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert _leftovers(tmp_path) == [], "a temporary file was left behind"
+    gg.load(path)
+
+
+def test_save_replaces_the_file_and_leaves_nothing_else(tmp_path, calc_compiled) -> None:
+    path = tmp_path / "calc.ggc"
+    path.write_bytes(b"an older file")
+    calc_compiled.save(path)
+    assert _leftovers(tmp_path) == []
+    assert gg.load(path).summary() == calc_compiled.summary()
+
+
+# ------------------------------------------------------------------ gg inspect
+
+
+def test_inspect_reports_file_size_and_preprocessed_subtrees(tmp_path, calc_compiled, capsys) -> None:
+    from greatgramma.cli import main
+
+    path = tmp_path / "calc.ggc"
+    calc_compiled.save(path)
+    subtrees = calc_compiled.summary()["subtrees"]
+    assert subtrees > 0 and calc_compiled.preprocessed_subtrees == subtrees
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"file_bytes\s+{path.stat().st_size}\n", out), out
+    assert re.search(rf"subtrees\s+{subtrees} \(walked when preprocessed", out), out
