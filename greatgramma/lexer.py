@@ -348,9 +348,17 @@ def _risky_states(delta: np.ndarray, accept_next: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- construction
 
 
+def _edge_masks(nfa: ByteNFA) -> set[int]:
+    """The byte masks of an NFA's edges, its lookbehind trackers' included."""
+    masks = {m for edges in nfa.edges for m, _ in edges}
+    for tracker in nfa.lookbehinds:
+        masks |= _edge_masks(tracker)
+    return masks
+
+
 def _byte_classes(nfas: list[ByteNFA]) -> tuple[np.ndarray, list[int]]:
     """Partition 0..255 so that every NFA edge accepts whole classes and every lookahead byte is alone."""
-    masks = {m for nfa in nfas for edges in nfa.edges for m, _ in edges}
+    masks = set().union(*map(_edge_masks, nfas))
     masks |= {1 << b for nfa in nfas for g in nfa.guards for b in g}
     parts = [(1 << 256) - 1]
     for m in masks:
@@ -368,30 +376,41 @@ def _byte_classes(nfas: list[ByteNFA]) -> tuple[np.ndarray, list[int]]:
 
 
 Thread = tuple[int, frozenset]  # (NFA state, pending lookahead guards as (guard, bytes matched))
+Trackers = tuple[frozenset, ...]  # the states of each lookbehind's tracker NFA on the lexeme so far
 
 
-def _state_closure(nfa: ByteNFA, s: int, memo: dict) -> tuple[tuple[int, frozenset], ...]:
-    """States reachable from s by epsilon moves, each with the lookahead guards started on the way."""
-    got = memo.get(s)
+def _gate_shut(nfa: ByteNFA, s: int, behind: tuple[bool, ...]) -> bool:
+    """Whether s is a lookbehind gate that the text so far does not let through."""
+    gate = nfa.gates.get(s)
+    return gate is not None and behind[gate[0]] == gate[1]
+
+
+def _state_closure(nfa: ByteNFA, s: int, memo: dict, behind: tuple[bool, ...] = ()) -> tuple[Thread, ...]:
+    """States reachable from s by epsilon moves through open gates, each with the lookahead guards
+    started on the way (``behind[k]``: the text so far ends with lookbehind k's body)."""
+    key = (s, behind)
+    got = memo.get(key)
     if got is None:
         seen = {(s, frozenset())}
         stack = [(s, frozenset())]
         while stack:
             u, added = stack.pop()
+            if _gate_shut(nfa, u, behind):
+                continue
             nxt = [(t, added) for t in nfa.eps[u]]
             nxt += [(t, added | {(g, 0)}) for t, g in nfa.guard_eps.get(u, ())]
             for th in nxt:
                 if th not in seen:
                     seen.add(th)
                     stack.append(th)
-        got = memo[s] = tuple(seen)
+        got = memo[key] = tuple(seen)
     return got
 
 
-def _closure(nfa: ByteNFA, threads, memo: dict) -> frozenset[Thread]:
+def _closure(nfa: ByteNFA, threads, memo: dict, behind: tuple[bool, ...] = ()) -> frozenset[Thread]:
     out = set()
     for s, guards in threads:
-        for t, added in _state_closure(nfa, s, memo):
+        for t, added in _state_closure(nfa, s, memo, behind):
             out.add((t, guards | added if added else guards))
     return frozenset(out)
 
@@ -415,9 +434,135 @@ def _accepting(nfa: ByteNFA, threads: frozenset[Thread], name: str) -> tuple[boo
     return True, ok
 
 
-def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
-    """Subset construction for one terminal, over threads that carry their pending lookaheads.
+def _eps_closure(nfa: ByteNFA, states) -> frozenset[int]:
+    """States reachable by epsilon moves (for lookbehind trackers: no gates, no guards)."""
+    seen = set(states)
+    stack = list(seen)
+    while stack:
+        for t in nfa.eps[stack.pop()]:
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return frozenset(seen)
 
+
+def _trackers_start(nfa: ByteNFA) -> Trackers:
+    return tuple(_eps_closure(tr, [tr.start]) for tr in nfa.lookbehinds)
+
+
+def _trackers_step(nfa: ByteNFA, trackers: Trackers, byte: int) -> Trackers:
+    if not trackers:
+        return trackers
+    return tuple(
+        _eps_closure(tr, [t for u in states for m, t in tr.edges[u] if m >> byte & 1])
+        for tr, states in zip(nfa.lookbehinds, trackers)
+    )
+
+
+def _behind(nfa: ByteNFA, trackers: Trackers) -> tuple[bool, ...]:
+    """For each lookbehind: does the text so far end with its body?"""
+    if not trackers:
+        return ()
+    return tuple(tr.final in states for tr, states in zip(nfa.lookbehinds, trackers))
+
+
+def _guarded_start(nfa: ByteNFA, memo: dict) -> tuple[frozenset[Thread], Trackers]:
+    trackers = _trackers_start(nfa)
+    return _closure(nfa, [(nfa.start, frozenset())], memo, _behind(nfa, trackers)), trackers
+
+
+def _guarded_successors(nfa: ByteNFA, cur, classes, reps: list[int], memo: dict) -> dict:
+    """Byte class -> next (thread set, trackers) for a set-run NFA (lookahead guards die on their literal)."""
+    threads, trackers = cur
+    buckets: dict[int, set[Thread]] = {}
+    for s, guards in threads:
+        for mask, t in nfa.edges[s]:
+            for c in classes(mask):
+                byte = reps[c]
+                kept = set()
+                dead = False
+                for g, k in guards:
+                    lit = nfa.guards[g]
+                    if lit[k] == byte:
+                        if k + 1 == len(lit):
+                            dead = True
+                            break
+                        kept.add((g, k + 1))
+                if not dead:
+                    buckets.setdefault(c, set()).add((t, frozenset(kept)))
+    out = {}
+    for c, targets in buckets.items():
+        moved = _trackers_step(nfa, trackers, reps[c])
+        out[c] = (_closure(nfa, targets, memo, _behind(nfa, moved)), moved)
+    return out
+
+
+def _ordered_state_closure(nfa: ByteNFA, s: int, behind: tuple[bool, ...], memo: dict) -> tuple[int, ...]:
+    """States with byte edges (and the final one) reached from s by epsilon moves, in priority order.
+
+    Depth first, each state once: a Pike VM's add-thread, with shut lookbehind gates cut off.
+    """
+    key = (s, behind)
+    got = memo.get(key)
+    if got is None:
+        out, seen, stack = [], set(), [s]
+        while stack:
+            u = stack.pop()
+            if u in seen:
+                continue
+            seen.add(u)
+            if _gate_shut(nfa, u, behind):
+                continue
+            if nfa.edges[u] or u == nfa.final:
+                out.append(u)
+            stack.extend(reversed(nfa.eps[u]))
+        got = memo[key] = tuple(out)
+    return got
+
+
+def _ordered_closure(nfa: ByteNFA, targets, behind: tuple[bool, ...], memo: dict) -> tuple[int, ...]:
+    """The next thread list: the targets' closures in order, each state once, cut after the final
+    state (a match ends every lower-priority way of going on, as in Python's backtracking)."""
+    out: list[int] = []
+    seen: set[int] = set()
+    for t in targets:
+        for u in _ordered_state_closure(nfa, t, behind, memo):
+            if u not in seen:
+                seen.add(u)
+                out.append(u)
+                if u == nfa.final:
+                    return tuple(out)
+    return tuple(out)
+
+
+def _ordered_start(nfa: ByteNFA, memo: dict) -> tuple[tuple[int, ...], Trackers]:
+    trackers = _trackers_start(nfa)
+    return _ordered_closure(nfa, [nfa.start], _behind(nfa, trackers), memo), trackers
+
+
+def _ordered_successors(nfa: ByteNFA, cur, classes, reps: list[int], memo: dict) -> dict:
+    """Byte class -> next (thread list, trackers) for an ordered NFA; classes where every thread dies are left out."""
+    threads, trackers = cur
+    targets: dict[int, list[int]] = {}
+    for s in threads:
+        for mask, t in nfa.edges[s]:
+            for c in classes(mask):
+                targets.setdefault(c, []).append(t)
+    out = {}
+    for c, ts in targets.items():
+        moved = _trackers_step(nfa, trackers, reps[c])
+        nxt = _ordered_closure(nfa, ts, _behind(nfa, moved), memo)
+        if nxt:
+            out[c] = (nxt, moved)
+    return out
+
+
+def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
+    """Subset construction for one terminal, over its threads and its lookbehinds' trackers.
+
+    Threads are sets that carry their pending lookaheads, or, for an ordered NFA, lists in
+    priority order, accepting where a match cuts the list: each accepting point is one that
+    Python's ``re`` passes, the last the one it returns.
     Returns (transition rows over byte classes, accepted-at-end flags, accepted-before-byte
     arrays or None, whether the start state is live), trimmed to live states.
     """
@@ -431,32 +576,15 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
         return got
 
     memo: dict = {}
-    start = _closure(nfa, [(nfa.start, frozenset())], memo)
+    start = (_ordered_start if nfa.ordered else _guarded_start)(nfa, memo)
+    successors = _ordered_successors if nfa.ordered else _guarded_successors
     index = {start: 0}
     sets = [start]
     trans: list[list[int]] = []
     i = 0
     while i < len(sets):
-        cur = sets[i]
-        buckets: dict[int, set[Thread]] = {}
-        for s, guards in cur:
-            for mask, t in nfa.edges[s]:
-                for c in classes(mask):
-                    byte = reps[c]
-                    kept = set()
-                    dead = False
-                    for g, k in guards:
-                        lit = nfa.guards[g]
-                        if lit[k] == byte:
-                            if k + 1 == len(lit):
-                                dead = True
-                                break
-                            kept.add((g, k + 1))
-                    if not dead:
-                        buckets.setdefault(c, set()).add((t, frozenset(kept)))
         row = [DEAD] * len(parts)
-        for c, targets in buckets.items():
-            nxt = _closure(nfa, targets, memo)
+        for c, nxt in successors(nfa, sets[i], classes, reps, memo).items():
             j = index.get(nxt)
             if j is None:
                 if len(sets) >= max_states:
@@ -469,7 +597,10 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
             row[c] = j
         trans.append(row)
         i += 1
-    acc = [_accepting(nfa, x, name) for x in sets]
+    if nfa.ordered:
+        acc = [(bool(threads) and threads[-1] == nfa.final, None) for threads, _ in sets]
+    else:
+        acc = [_accepting(nfa, threads, name) for threads, _ in sets]
     accepting = [a for a, _ in acc]
     # trim: keep states from which an accepting state is reachable
     live = list(accepting)

@@ -4,6 +4,9 @@ The pattern is parsed with Python's own regex parser (``re._parser``), so the sy
 character-class semantics (``\\w`` on non-ASCII letters, case folding under ``(?i)``) are exactly
 the ones Lark's lexer uses. Character classes become sets of code points, and those become
 UTF-8 byte sequences, so the automaton reads bytes and can stop inside a character.
+Lazy quantifiers and lookbehinds get an NFA with lookbehind gates whose epsilon edges keep
+``re``'s backtracking priority order (:class:`_GatedBuilder`), so that the lexer can end a
+lexeme exactly where ``re.match`` ends it.
 """
 
 from __future__ import annotations
@@ -205,6 +208,13 @@ class ByteNFA:
 
     A *guard* edge is an epsilon edge that starts a negative lookahead ``(?!L)`` for the literal
     bytes ``guards[g]``: the thread dies if the input from there on begins with them.
+
+    A *gate* (:class:`_GatedBuilder`) is a lookbehind: passing state ``s`` with
+    ``gates[s] = (k, negative)`` needs ``lookbehinds[k]`` (an NFA for "any text, then the
+    lookbehind's body", run alongside on the lexeme) to be in its final state, or not to be.
+    An *ordered* NFA lists each state's epsilon edges in Python's backtracking priority order
+    and must be run as ordered thread lists (a Pike VM), which end the lexeme where
+    ``re.match`` ends it.
     """
 
     eps: list[list[int]] = field(default_factory=list)
@@ -214,6 +224,9 @@ class ByteNFA:
     start: int = 0
     final: int = 0
     max_states: int = 200_000
+    ordered: bool = False
+    gates: dict[int, tuple[int, bool]] = field(default_factory=dict)  # state -> (lookbehind, negative)
+    lookbehinds: list["ByteNFA"] = field(default_factory=list)
 
     def new(self) -> int:
         if len(self.eps) >= self.max_states:
@@ -229,11 +242,11 @@ _LAZY_SHAPE = "a lazy quantifier other than X*? followed by a literal S, with X 
 class _Builder:
     """Builds the NFA; ``tail`` says whether what follows a node (to the pattern's end) can be empty."""
 
-    def __init__(self, terminal: str, pattern: str, max_states: int):
+    def __init__(self, terminal: str, pattern: str, max_states: int, state=None):
         self.terminal = terminal
         self.pattern = pattern
         self.nfa = ByteNFA(max_states=max_states)
-        self.state = None  # the regex parser's state, for group widths
+        self.state = state  # the regex parser's state, for group widths
 
     def unsupported(self, construct: str) -> UnsupportedRegexError:
         return UnsupportedRegexError(self.terminal, construct, self.pattern)
@@ -400,6 +413,10 @@ class _Builder:
                 nfa.eps[b].append(e)
                 cur = b
             return s, e
+        raise self.refused(op)
+
+    def refused(self, op) -> UnsupportedRegexError:
+        """The error for a construct no builder supports (or this one does not, in this position)."""
         names = {
             C.MIN_REPEAT: _LAZY_SHAPE,
             C.ASSERT: "a positive lookahead/lookbehind (?=...)/(?<=...)",
@@ -409,7 +426,157 @@ class _Builder:
             C.GROUPREF_EXISTS: "a conditional group (?(id)...)",
         }
         extra = {getattr(C, n, None): d for n, d in (("POSSESSIVE_REPEAT", "a possessive repeat"), ("ATOMIC_GROUP", "an atomic group"))}
-        raise self.unsupported(names.get(op) or extra.get(op) or str(op))
+        return self.unsupported(names.get(op) or extra.get(op) or str(op))
+
+
+_GATED = "in a pattern with a lazy quantifier or lookbehind"
+
+
+class _GatedBuilder(_Builder):
+    """Builds an NFA with lookbehind *gates* and epsilon edges in backtracking priority order.
+
+    For patterns with a lazy quantifier or a lookbehind (Lark's ``ESCAPED_STRING`` is
+    ``".*?(?<!\\\\)(\\\\\\\\)*?"``, its ``C_COMMENT`` ``/\\*(.|\\n)*?\\*/``). With a lazy
+    quantifier the NFA is ``ordered``: the lexer runs it in that priority order, so the lexeme
+    ends where ``re.match`` ends it; without one it is run as sets (the pattern's language).
+    ``before`` is the fewest characters the lexeme holds before a node: a lookbehind must never
+    look past the lexeme's start, where Lark's lexer would show it the previous lexeme.
+    """
+
+    def build(self, items, flags: int, ordered: bool) -> ByteNFA:
+        nfa = self.nfa
+        nfa.ordered = ordered
+        s, e = self.seq(items, flags, 0)
+        final = nfa.new()  # its own state, so that a loop ending the pattern keeps its priority order
+        nfa.eps[e].append(final)
+        nfa.start, nfa.final = s, final
+        return nfa
+
+    def seq(self, items, flags: int, before: int) -> tuple[int, int]:
+        nfa = self.nfa
+        items = list(items)
+        s = cur = nfa.new()
+        for i, (op, av) in enumerate(items):
+            if op is C.ASSERT_NOT and av[0] == -1 and _literal_rules_out(items[:i], av[1]):
+                continue  # e.g. the (?<!\\) right after a quote in python.lark's strings
+            a, b = self.node(op, av, flags, before)
+            nfa.eps[cur].append(a)
+            cur = b
+            before += _min_width([(op, av)], self.state)
+        return s, cur
+
+    def node(self, op, av, flags: int, before: int) -> tuple[int, int]:
+        nfa = self.nfa
+        if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN):
+            return self.chars(class_ranges(op, av, flags))
+        if op is C.SUBPATTERN:
+            _group, add, delete, p = av
+            return self.seq(p, (flags | add) & ~delete, before)
+        if op is C.BRANCH:
+            s, e = nfa.new(), nfa.new()
+            for alt in av[1]:
+                a, b = self.seq(alt, flags, before)
+                nfa.eps[s].append(a)
+                nfa.eps[b].append(e)
+            return s, e
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+            return self.repeat(av, flags, before, greedy=op is C.MAX_REPEAT)
+        if op in (C.ASSERT, C.ASSERT_NOT) and av[0] == -1:
+            return self.gate(av[1], flags, before, negative=op is C.ASSERT_NOT)
+        if op in (C.ASSERT, C.ASSERT_NOT):
+            raise self.unsupported(f"a lookahead {_GATED}")
+        raise self.refused(op)
+
+    def repeat(self, av, flags: int, before: int, greedy: bool) -> tuple[int, int]:
+        """Copies of the body; each optional one is tried before leaving (greedy) or after (lazy)."""
+        lo, hi, body = av
+        unbounded = hi == C.MAXREPEAT
+        if lo > MAX_REPEAT_COPIES or (not unbounded and hi > MAX_REPEAT_COPIES):
+            raise self.unsupported(f"a repeat count above {MAX_REPEAT_COPIES}")
+        if self.nfa.ordered and (unbounded or hi > 1) and _nullable(body, self.state):
+            raise self.unsupported(f"a repeat of something that can match empty, {_GATED}")  # re has rules of its own
+        nfa = self.nfa
+        width = _min_width(body, self.state)
+        s = cur = nfa.new()
+        for i in range(lo):
+            a, b = self.seq(body, flags, before + i * width)
+            nfa.eps[cur].append(a)
+            cur = b
+        leave = nfa.new()
+        for i in range(1 if unbounded else hi - lo):
+            a, b = self.seq(body, flags, before + (lo + i) * width)
+            nfa.eps[cur].extend((a, leave) if greedy else (leave, a))
+            if unbounded:
+                nfa.eps[b].append(cur)
+            cur = b
+        if not unbounded:
+            nfa.eps[cur].append(leave)
+        return s, leave
+
+    def gate(self, body, flags: int, before: int, negative: bool) -> tuple[int, int]:
+        """A lookbehind: a state passed only when the lexeme so far ends (or does not) with the body."""
+        if _min_width(body, self.state) > before:
+            raise self.unsupported("a lookbehind that can look before the start of the lexeme")
+        nfa = self.nfa
+        nfa.lookbehinds.append(self.suffix_tracker(body, flags))
+        s, e = nfa.new(), nfa.new()
+        nfa.gates[s] = (len(nfa.lookbehinds) - 1, negative)
+        nfa.eps[s].append(e)
+        return s, e
+
+    def suffix_tracker(self, body, flags: int) -> ByteNFA:
+        """NFA for any text followed by ``body``: in its final state exactly where the text read so
+        far ends with a match of the body (the lookbehind's question, asked of the lexeme)."""
+        if any(op in (C.ASSERT, C.ASSERT_NOT, C.MIN_REPEAT) for op, _ in _nodes(body)):
+            raise self.unsupported("a lookaround or lazy quantifier inside a lookbehind")
+        sub = _Builder(self.terminal, self.pattern, self.nfa.max_states, self.state)
+        loop = sub.nfa.new()
+        a, b = sub.chars(_complement(()))
+        s, e = sub.seq(list(body), flags, True)
+        sub.nfa.eps[loop].extend((a, s))
+        sub.nfa.eps[b].append(loop)
+        sub.nfa.start, sub.nfa.final = loop, e
+        return sub.nfa
+
+
+def _literal_rules_out(before, body) -> bool:
+    """Whether the literal characters right before a ``(?<!body)`` show that it always passes.
+
+    True when the body is caseless literal characters and the same number of literal characters
+    precede it, differing somewhere: a caseless character matches only itself, under any flags.
+    """
+    if not body or any(op is not C.LITERAL or chr(av).lower() != chr(av).upper() for op, av in body):
+        return False
+    known = before[len(before) - len(body) :] if len(before) >= len(body) else []
+    if len(known) < len(body) or any(op is not C.LITERAL for op, _ in known):
+        return False
+    return any(k != b for (_, k), (_, b) in zip(known, body))
+
+
+def _min_width(items, state=None) -> int:
+    """The fewest characters the items can match."""
+    return sre_parse.SubPattern(state or sre_parse.State(), list(items)).getwidth()[0]
+
+
+def _nodes(items):
+    """Every (opcode, argument) of a parsed pattern, nested ones included."""
+    for op, av in items:
+        yield op, av
+        if op is C.BRANCH:
+            for alt in av[1]:
+                yield from _nodes(alt)
+        elif op is C.SUBPATTERN:
+            yield from _nodes(av[3])
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) or op.name == "POSSESSIVE_REPEAT":
+            yield from _nodes(av[2])
+        elif op in (C.ASSERT, C.ASSERT_NOT):
+            yield from _nodes(av[1])
+        elif op.name == "ATOMIC_GROUP":
+            yield from _nodes(av)
+        elif op is C.GROUPREF_EXISTS:
+            for branch in av[1:]:
+                if branch is not None:
+                    yield from _nodes(branch)
 
 
 def _nullable(items, state=None) -> bool:
@@ -431,15 +598,31 @@ def _kmp_next(stop: bytes, k: int, byte: int) -> int:
 
 
 def compile_regex(terminal: str, pattern: str, *, max_states: int = 200_000) -> ByteNFA:
-    """Parse ``pattern`` (Python syntax) and build its byte-level NFA; raise on what cannot be exact."""
-    builder = _Builder(terminal, pattern, max_states)
+    """Parse ``pattern`` (Python syntax) and build its byte-level NFA; raise on what cannot be exact.
+
+    A pattern with a lazy quantifier or a lookbehind gets a gated NFA (:class:`_GatedBuilder`),
+    unless it also has a lookahead: then the plain builder may still take it (``X*? S`` after a
+    ``(?!literal)``, python.lark's strings), or the gated builder's refusal stands.
+    """
     try:
         parsed = sre_parse.parse(pattern, 0)
     except re.error as exc:
         raise UnsupportedRegexError(terminal, f"invalid regex ({exc})", pattern) from None
     flags = parsed.state.flags & ~re.VERBOSE
-    builder.state = parsed.state
+    ops = [(op, av[0] if op in (C.ASSERT, C.ASSERT_NOT) else None) for op, av in _nodes(parsed)]
+    lazy = (C.MIN_REPEAT, None) in ops
+    if not lazy and (C.ASSERT, -1) not in ops and (C.ASSERT_NOT, -1) not in ops:
+        return _plain_nfa(_Builder(terminal, pattern, max_states, parsed.state), parsed, flags)
+    try:
+        return _GatedBuilder(terminal, pattern, max_states, parsed.state).build(list(parsed), flags, ordered=lazy)
+    except UnsupportedRegexError as refusal:
+        try:
+            return _plain_nfa(_Builder(terminal, pattern, max_states, parsed.state), parsed, flags)
+        except UnsupportedRegexError:
+            raise refusal from None
+
+
+def _plain_nfa(builder: _Builder, parsed, flags: int) -> ByteNFA:
     s, e = builder.seq(list(parsed), flags, True)
-    nfa = builder.nfa
-    nfa.start, nfa.final = s, e
-    return nfa
+    builder.nfa.start, builder.nfa.final = s, e
+    return builder.nfa
