@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from .errors import GrammarError
-from .parser import DEPENDS, ParseTable, Stack
+from .parser import DEPENDS, Frame, Known, ParseTable
 
 DEAD = -1
 ANY_COLUMN = -10  # pseudo-terminal: "a newline at some column" (lexer states that can still make every column)
@@ -108,12 +109,30 @@ def column_terminals(terminals: list, nl: int, ind: Indenter) -> list:
 # ------------------------------------------------------------------ parser side
 
 
+class IndentedStack(NamedTuple):
+    """A stack of :class:`IndentedTable`: bracket depth, open indentation levels (ascending,
+    0 first; fewer than ``max_column`` + 1 of them), and the LALR stack (shared frames)."""
+
+    brackets: int
+    levels: tuple[int, ...]
+    lalr: Frame
+
+    @property
+    def depth(self) -> int:
+        """How many LALR states the stack holds."""
+        return self.lalr.depth
+
+
+def _stack(brackets: int, levels: tuple[int, ...], lalr: Frame) -> IndentedStack:
+    return tuple.__new__(IndentedStack, (brackets, levels, lalr))
+
+
 class IndentedTable:
     """The LALR table behind Lark's indenter: same interface as :class:`ParseTable`.
 
-    A stack is ``(~depth, ~level_0, ..., ~level_k, lalr states...)``: a header of negative
-    numbers (bracket depth, indentation levels) under the LALR states, so reductions, which
-    never pop the LALR bottom, work on the whole tuple unchanged.
+    A live stack is an :class:`IndentedStack`. A known segment (:meth:`feed_known`) is
+    ``(~bracket depth, top LALR states...)``: the levels stay below, so a newline at a column
+    depends on them, while brackets and newlines inside brackets are decided on the segment.
     """
 
     def __init__(self, table: ParseTable, ind: Indenter, names: list[str]):
@@ -137,9 +156,10 @@ class IndentedTable:
         self.start_state, self.end_state = table.start_state, table.end_state
         self.num_states, self.nonterminals = table.num_states, table.nonterminals
         self.end = self.bad_column + 1
+        self._initial = _stack(0, (0,), table.initial_stack())
 
-    def initial_stack(self) -> Stack:
-        return (~0, ~0, self.table.start_state)
+    def initial_stack(self) -> IndentedStack:
+        return self._initial
 
     def _bracket(self, depth: int, term: int) -> int | None:
         """Bracket depth after an open or close bracket; None for a close with none open."""
@@ -147,61 +167,79 @@ class IndentedTable:
             return depth + 1
         return depth - 1 if depth > 0 else None
 
-    @staticmethod
-    def _header(stack: Stack) -> int:
-        h = 0
-        while stack[h] < 0:
-            h += 1
-        return h
-
-    def feed(self, stack: Stack, term: int) -> Stack | None:
-        if term not in self.special:
-            return self.table.feed(stack, term)
+    def feed(self, stack: IndentedStack, term: int) -> IndentedStack | None:
         table = self.table
-        h = self._header(stack)
-        depth = ~stack[0]
+        if term not in self.special:
+            lalr = table.feed(stack.lalr, term)
+            return None if lalr is None else _stack(stack.brackets, stack.levels, lalr)
+        depth = stack.brackets
         if term == ANY_COLUMN:  # the same column as the open block always fits when a newline does
-            return stack if depth > 0 or table.feed(stack, self.nl) is not None else None
+            return stack if depth > 0 or table.feed(stack.lalr, self.nl) is not None else None
         if term in self.opens or term in self.closes:
             depth = self._bracket(depth, term)
-            out = None if depth is None else table.feed(stack, term)
-            return None if out is None else (~depth,) + out[1:]
+            lalr = None if depth is None else table.feed(stack.lalr, term)
+            return None if lalr is None else _stack(depth, stack.levels, lalr)
         if depth > 0:  # a newline inside brackets is dropped
             return stack
         if term == self.bad_column:
             return None
-        column = term - self.first_column
-        levels = [~x for x in stack[1:h]]
-        lalr = table.feed(stack, self.nl)
+        return self._newline(stack, term - self.first_column)
+
+    def _newline(self, stack: IndentedStack, column: int) -> IndentedStack | None:
+        """A newline at ``column`` outside brackets: ``_NL``, then an indent or dedents."""
+        table, levels = self.table, stack.levels
+        lalr = table.feed(stack.lalr, self.nl)
         if lalr is None:
             return None
         if column > levels[-1]:
-            levels.append(column)
+            levels += (column,)
             lalr = table.feed(lalr, self.indent)
         else:
             while column < levels[-1]:
-                levels.pop()
+                levels = levels[:-1]
                 lalr = table.feed(lalr, self.dedent)
                 if lalr is None:
                     return None
             if column != levels[-1]:
                 return None
-        if lalr is None:
-            return None
-        return (~depth, *(~x for x in levels)) + lalr[h:]
+        return None if lalr is None else _stack(0, levels, lalr)
 
-    def cut(self, stack: Stack, depth: int) -> tuple[Stack, Stack]:
+    def cut(self, stack: IndentedStack, depth: int) -> tuple[tuple, Known]:
         """(below, known) as :meth:`ParseTable.cut`; the known part keeps the bracket depth (so
         brackets and newlines inside brackets are decided there), the levels stay below."""
-        h = self._header(stack)
-        if len(stack) - h <= depth:
-            return stack[1:h], stack[:1] + stack[h:]
-        return stack[1:-depth], stack[:1] + stack[-depth:]
+        below, known = self.table.cut(stack.lalr, depth)
+        return (stack.levels, below), (~stack.brackets,) + known
 
-    def join(self, below: Stack, known: Stack) -> Stack:
+    def join(self, below: tuple, known: Known) -> IndentedStack:
+        levels, lalr = below
+        return _stack(~known[0], levels, self.table.join(lalr, known[1:]))
+
+    def recut(self, below: tuple, known: Known, depth: int) -> tuple[tuple, Known]:
+        """:meth:`ParseTable.recut` with the bracket depth and levels carried along."""
+        levels, lalr = below
+        lalr, top = self.table.recut(lalr, known[1:], depth)
+        return (levels, lalr), known[:1] + top
+
+    def feed_on(self, below: tuple, known: Known, term: int) -> tuple[tuple, Known] | None:
+        """:meth:`ParseTable.feed_on`; brackets and newlines go through :meth:`feed`."""
+        if term not in self.special:
+            got = self.table.feed_on(below[1], known[1:], term)
+            return None if got is None else ((below[0], got[0]), known[:1] + got[1])
+        stack = self.feed(self.join(below, known), term)
+        return None if stack is None else ((stack.levels, stack.lalr), (~stack.brackets,))
+
+    @staticmethod
+    def cut_known(known: Known, depth: int) -> tuple[Known, Known]:
+        """:meth:`cut` on a known segment (its first entry is the bracket depth)."""
+        if len(known) - 1 <= depth:
+            return (), known
+        return known[1:-depth], known[:1] + known[-depth:]
+
+    @staticmethod
+    def join_known(below: Known, known: Known) -> Known:
         return known[:1] + below + known[1:]
 
-    def feed_known(self, known: Stack, term: int):
+    def feed_known(self, known: Known, term: int):
         """:meth:`ParseTable.feed_known` on ``(~bracket depth, top LALR states...)``.
 
         A newline at a given column needs the indentation levels, which lie below: DEPENDS,
@@ -223,16 +261,15 @@ class IndentedTable:
             return r if r is DEPENDS or r is False else known
         return False if term == self.bad_column else DEPENDS
 
-    def accepts_end(self, stack: Stack) -> bool:
-        h = self._header(stack)
-        lalr: Stack | None = stack
-        for _ in range(h - 2):  # one dedent per open level above column 0
+    def accepts_end(self, stack: IndentedStack) -> bool:
+        lalr: Frame | None = stack.lalr
+        for _ in range(len(stack.levels) - 1):  # one dedent per open level above column 0
             lalr = self.table.feed(lalr, self.dedent)
             if lalr is None:
                 return False
         return self.table.accepts_end(lalr)
 
-    def expected(self, stack: Stack) -> list[int]:
+    def expected(self, stack: IndentedStack) -> list[int]:
         """Terminal ids (newline copies by column) the parser would accept next, and ``end``."""
         out = [t for t in range(self.bad_column + 1) if t != self.nl and self.feed(stack, t) is not None]
         return out + ([self.end] if self.accepts_end(stack) else [])

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
-from .indenter import ANY_COLUMN
+from .indenter import ANY_COLUMN, IndentedTable
 from .lexer import DEAD
-from .parser import DEPENDS, ParseTable, Stack
+from .parser import DEPENDS, FRAME_BYTES, BoundedMemo, Known, Stack
 from .transducer import END, FALLBACK, NO_TERM, is_held
 
 
@@ -32,7 +33,7 @@ class State:
     """A decoding state: lexer state of the unfinished lexeme, parser stack, and whether EOS was fed."""
 
     lexer: int
-    stack: Stack
+    stack: Stack  # shared frames (an IndentedStack over them with an indenter)
     finished: bool = False
     grammar_id: int = 0  # CompiledGrammar.identity of the grammar the state belongs to
 
@@ -96,8 +97,8 @@ class _Split:
     """Paper section 3.3 for one stack top p: which rows p alone accepts, and what it leaves open."""
 
     accepted: np.ndarray  # row ids viable whatever lies below p
-    frontier: list[tuple[int, Stack]]  # (node, known stack at its parent): the node's terminal reduces below p
-    open_checks: list[tuple[Stack, list[tuple[int, np.ndarray]]]]  # known stack -> [(terminal, rows)] to feed live
+    frontier: list[tuple[int, Known]]  # (node, known stack at its parent): the node's terminal reduces below p
+    open_checks: list[tuple[Known, list[tuple[int, np.ndarray]]]]  # known stack -> [(terminal, rows)] to feed live
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,13 +133,20 @@ class _Block:
 class Masker:
     """Computes masks and advances states for one compiled grammar. Thread-safe; states are values.
 
-    ``cache_size`` bounds the caches of masks and viable rows (entries) and of lexer views
-    (``cache_size // 16``, each 4 bytes per token); ``split_depth`` is how many top parser states
-    the shared context-independent part of a mask is computed for.
+    ``cache_bytes`` bounds the memory of all caches together (default 256 MiB; see
+    :meth:`_init_caches` for how it is shared out); ``cache_size`` also caps the entries of each
+    (masks and viable rows: ``cache_size``; lexer views: ``cache_size // 16``, memos more). Stacks are shared
+    frames, so a cache entry keyed by a stack is charged the frames it keeps alive. The caches
+    that grow with the grammar only (per-byte blocks, per-lexer-state keys) are not counted.
+    ``split_depth`` is how many top parser states the shared context-independent part of a mask
+    is computed for.
     """
 
-    def __init__(self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 2):
+    def __init__(
+        self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 2, cache_bytes: int = 256 << 20
+    ):
         _check_options(compiled, cache_size, split_depth)
+        _check_cache_bytes(cache_bytes)
         self.compiled = compiled
         self._transducer = compiled.transducer
         self._table = compiled.parse_table
@@ -159,7 +167,6 @@ class Masker:
         self._string_of_token[trie.token_of_string] = np.repeat(
             np.arange(len(trie)), np.diff(trie.token_of_string_ptr)
         )
-        self._views: OrderedDict[int, _LexerView] = OrderedDict()
         self._blocks: dict[tuple[int, int], _Block] = {}
         first_byte = trie.matrix[:, 0]  # strings are sorted, so each first byte is one range of them
         self._byte_counts = np.bincount(first_byte, minlength=256)
@@ -170,25 +177,36 @@ class Masker:
         self._ignored_arr = np.array(self._ignored + [False], dtype=bool)  # index -1 (DEAD): not ignored
         self._dead_code = (len(terms) - NO_TERM) * self._num_rows
         self._end_base = self._dead_code + 1  # status index of "ends in lexer state 0"
-        self._splits: dict[tuple[int, Stack], _Split] = {}
         self._split_depth = split_depth
-        self._cut, self._join = self._table.cut, self._table.join
-        self._plain_stacks = type(self._table).cut is ParseTable.cut
+        self._cut, self._recut, self._feed_on = self._table.cut, self._table.recut, self._table.feed_on  # live stacks
+        self._cut_known, self._join_known = self._table.cut_known, self._table.join_known  # known segments
         self._end_info: dict[int, tuple] = {}  # lexer state -> _end_key
-        self._memo_depth = 8
-        self._known: dict[Stack, dict[int, object]] = {}  # known stack -> terminal -> feed_known
-        self._rows: OrderedDict[Stack, bytes] = OrderedDict()  # stack -> bool[rows] as bytes (hash cached)
-        self._masks: OrderedDict[tuple[int, Stack], np.ndarray] = OrderedDict()  # without EOS
-        self._distinct_rows: dict[bytes, bytes] = {}
-        self._by_status: OrderedDict[tuple, np.ndarray] = OrderedDict()  # the same words, keyed by what decides them
-        self._cache_size = cache_size
-        self._max_views = max(2, cache_size // 16)  # a program visits tens of lexer states; a view is 4 bytes per token
-        self._memo_size = 64 * cache_size
+        self._init_caches(cache_size, cache_bytes)
         self._lock = threading.Lock()
         self._id = compiled.identity
         self._new_blocks(self._entered_subtrees())
         if self._lexer.columns is None:  # with an indenter they cost ~0.2 s up front: built on first use
             self._resolved_blocks(self._entered_held_blocks())
+
+    def _init_caches(self, cache_size: int, cache_bytes: int) -> None:
+        """The caches, each bounded by its share of ``cache_bytes`` and by entries.
+
+        Shares: words of masks keyed by (lexer state, stack) 1/4 and by status 1/8 (each charged
+        its words: 4 bytes per 32 tokens), lexer views 1/4 (4 bytes per token), viable rows by
+        stack 1/8 (these four drop their oldest entries), and three memos that start over when
+        full: known-segment feeds 1/8, splits and distinct rows 1/16 each. The parse table's
+        own memos (``parser.UNIT_MEMO_BYTES``, ``SEGMENT_MEMO_BYTES``) and the frames' memos
+        (``MEMO_ENTRIES`` per frame, owned by the states) are bounded apart.
+        """
+        share = cache_bytes // 16
+        self._masks = _ByteCache(4 * share, cache_size)  # (x, stack) -> words, without EOS
+        self._by_status = _ByteCache(2 * share, cache_size)  # the same words, keyed by what decides them
+        self._views = _ByteCache(4 * share, max(2, cache_size // 16))  # lexer state -> _LexerView
+        self._rows = _ByteCache(2 * share, cache_size)  # stack -> bool[rows] as bytes
+        self._known = BoundedMemo(2 * share, 4 * cache_size)  # known segment -> terminal -> feed_known
+        self._splits = BoundedMemo(share, 64 * cache_size)  # (node, known top) -> _Split
+        self._distinct_rows = BoundedMemo(share, cache_size)  # equal rows share one object
+        self._stack_bytes = _stack_bytes_of(self._table)
 
     # ------------------------------------------------------------ public API
 
@@ -319,41 +337,24 @@ class Masker:
         return stack
 
     def _feed(self, stack: Stack, term: int) -> Stack | None:
-        """``ParseTable.feed``, memoized on the top of the stack that reductions usually touch."""
-        depth = self._memo_depth
-        if self._plain_stacks:  # ParseTable.cut/join, inlined: this is the hot path
-            below, known = (stack[:-depth], stack[-depth:]) if len(stack) > depth else ((), stack)
-        else:
-            below, known = self._cut(stack, depth)
-        r = self._feed_known(known, term)
-        if r is DEPENDS:
-            return self._table.feed(stack, term)
-        if r is False:
-            return None
-        return below + r if self._plain_stacks else self._join(below, r)
+        """``ParseTable.feed``: one frame per shift, deep reductions memoized on the frames."""
+        return self._table.feed(stack, term)
 
-    def _feed_known(self, known: Stack, term: int, row: dict | None = None):
-        """``ParseTable.feed_known``, memoized per known stack (``row``: its memo, if at hand)."""
+    def _feed_known(self, known: Known, term: int, row: dict | None = None):
+        """``ParseTable.feed_known``, memoized per known segment (``row``: its memo, if at hand)."""
         if row is None:
             row = self._known_row(known)
         got = row.get(term, self)
         if got is self:
             got = row[term] = self._table.feed_known(known, term)
+            self._known.charge(112 + 8 * len(known))
         return got
 
-    def _known_row(self, known: Stack) -> dict:
+    def _known_row(self, known: Known) -> dict:
         row = self._known.get(known)
         if row is None:
-            if len(self._known) >= self._memo_size // 16:  # a memo, not a store: start over when it is full
-                self._known.clear()
-            row = self._known[known] = {}
+            row = self._known.add(known, {}, 288 + 8 * len(known))
         return row
-
-    def _cache_put(self, cache: OrderedDict, key, value) -> None:
-        with self._lock:
-            cache[key] = value
-            if len(cache) > self._cache_size:
-                cache.popitem(last=False)
 
     def _view(self, x: int) -> _LexerView:
         """Assembled from per-first-byte blocks shared between lexer states (cheap on first use)."""
@@ -413,11 +414,8 @@ class Masker:
             tuple(tuple(g) for g in groups.values()),
             _pack(np.take(fallback, tokens)) if fallback.any() else None,
         )
-        with self._lock:
-            got = self._views.setdefault(x, got)
-            if len(self._views) > self._max_views:
-                self._views.popitem(last=False)
-        return got
+        nbytes = got.code.nbytes + (0 if got.fallback is None else got.fallback.nbytes) + 512
+        return self._views.put(x, got, nbytes)
 
     def _entered_subtrees(self) -> list[tuple[int, int, int, int]]:
         """(first byte, first string, end string, DFA state after the byte) for every subtree some
@@ -499,7 +497,7 @@ class Masker:
         firsts = [{f + NO_TERM for f in fs} for fs in firsts]
         return code, firsts, ends
 
-    def _split(self, node: int, top: Stack) -> _Split:
+    def _split(self, node: int, top: Known) -> _Split:
         """Walk the outcome trie below ``node`` with only the top of the stack known (paper Alg. 5).
 
         Cached per (node, top). Below a terminal the parser takes, the walk goes on from the
@@ -512,8 +510,8 @@ class Masker:
             return got
         trie = self._trie
         hits: list[np.ndarray] = []
-        frontier: list[tuple[int, Stack]] = []
-        checks: dict[Stack, dict[int, list[np.ndarray]]] = {}
+        frontier: list[tuple[int, Known]] = []
+        checks: dict[Known, dict[int, list[np.ndarray]]] = {}
         if trie.free[node] is not None:
             hits.append(trie.free[node])
         row = self._known_row(top)
@@ -522,13 +520,10 @@ class Masker:
         accepted = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
         open_checks = [(k, [(t, np.concatenate(rs)) for t, rs in d.items()]) for k, d in checks.items()]
         got = _Split(accepted, frontier, open_checks)
-        with self._lock:
-            if len(self._splits) >= self._memo_size:
-                self._splits.clear()
-            got = self._splits.setdefault(key, got)
-        return got
+        nbytes = accepted.nbytes + sum(rs.nbytes + 160 for _, cks in open_checks for _, rs in cks)
+        return self._splits.add(key, got, nbytes + 160 * (len(frontier) + len(open_checks)) + 480)
 
-    def _edge(self, known: Stack, t: int, child: int, rows, hits: list, frontier: list, checks: dict, row=None) -> None:
+    def _edge(self, known: Known, t: int, child: int, rows, hits: list, frontier: list, checks: dict, row=None) -> None:
         """Feed terminal ``t`` on the known stack at a trie node: the edge's rows (ending with t)
         are accepted, rejected or left open, and the walk goes on below ``child`` (-1: none)."""
         r = self._feed_known(known, t, row)
@@ -544,7 +539,7 @@ class Masker:
             hits.append(rows)
         if child < 0:
             return
-        below, top = self._cut(r, self._split_depth)
+        below, top = self._cut_known(r, self._split_depth)
         sub = self._split(child, top)
         hits.append(sub.accepted)
         if not below:  # r is its own top: what the child left open stays open here
@@ -554,7 +549,7 @@ class Masker:
                 for t2, rows2 in cks:
                     d.setdefault(t2, []).append(rows2)
             return
-        join, term = self._join, self._trie.term
+        join, term = self._join_known, self._trie.term
         for k, cks in sub.open_checks:  # what the child left open, with more of the stack known
             full = join(below, k)
             for t2, rows2 in cks:
@@ -569,32 +564,30 @@ class Masker:
         if got is not None:
             return got
         hits: list[np.ndarray] = []
-        self._collect(0, stack, hits)
+        self._collect(0, *self._cut(stack, self._split_depth), hits)
         ok = np.zeros(self._num_rows, dtype=bool)
         if hits:
             ok[np.concatenate(hits)] = True
         got = ok.tobytes()
-        if len(self._distinct_rows) >= self._cache_size:  # equal rows share one object; a memo, not a store
-            self._distinct_rows.clear()
-        got = self._distinct_rows.setdefault(got, got)
-        self._cache_put(self._rows, stack, got)
-        return got
+        got = self._distinct_rows.add(got, got, len(got) + 96)
+        return self._rows.put(stack, got, len(got) + self._stack_bytes(stack))
 
-    def _collect(self, node: int, stack: Stack, hits: list[np.ndarray]) -> None:
-        """Rows below ``node`` viable from the live ``stack``: the cached split, then what it left open."""
-        below, top = self._cut(stack, self._split_depth)
+    def _collect(self, node: int, below, known: Known, hits: list[np.ndarray]) -> None:
+        """Rows below ``node`` viable from the live stack ``below`` + ``known`` (as ``cut`` gives
+        them): the cached split of its top, then what that left open, fed on the live stack."""
+        below, top = self._recut(below, known, self._split_depth)
         split = self._split(node, top)
         hits.append(split.accepted)
-        feed, join = self._feed, self._join
-        for known, checks in split.open_checks:
-            live = join(below, known)
+        feed_on = self._feed_on
+        for k, checks in split.open_checks:
             for t, rows in checks:
-                if feed(live, t) is not None:
+                if feed_on(below, k, t) is not None:
                     hits.append(rows)
-        for c, known in split.frontier:
-            r = feed(join(below, known), self._trie.term[c])
+        term = self._trie.term
+        for c, k in split.frontier:
+            r = feed_on(below, k, term[c])
             if r is not None:
-                self._collect(c, r, hits)
+                self._collect(c, r[0], r[1], hits)
 
     def _token_words(self, x: int, stack: Stack) -> np.ndarray:
         """uint32 words: tokens allowed from lexer state x and this stack (EOS aside). Cached on
@@ -606,8 +599,8 @@ class Masker:
             got = self._by_status.get(status)
             if got is None:
                 got = self._words(status)
-                self._cache_put(self._by_status, status, got)
-            self._cache_put(self._masks, key, got)
+                got = self._by_status.put(status, got, got.nbytes + _status_bytes(status))
+            got = self._masks.put(key, got, got.nbytes + self._stack_bytes(stack))
         return got
 
     def _status(self, x: int, stack: Stack) -> tuple:
@@ -645,6 +638,62 @@ class Masker:
                 inner = self._words(behind)
             words |= view.fallback & inner
         return words
+
+
+class _ByteCache(dict):
+    """A dict bounded by bytes (and entries): each entry is charged what it holds, estimated when
+    it goes in; the oldest go first. A hit is one dict lookup."""
+
+    def __init__(self, budget: int, max_entries: int) -> None:
+        super().__init__()
+        self.budget, self.max_entries, self.nbytes = budget, max_entries, 0
+        self._charged: OrderedDict = OrderedDict()  # key -> bytes charged, oldest first
+        self._lock = threading.Lock()
+
+    def put(self, key, value, nbytes: int):
+        """Store ``value`` unless ``key`` is already in (then keep that one); returns the stored
+        value. The oldest entries go until the cache fits (one oversized entry may stay)."""
+        with self._lock:
+            got = dict.get(self, key)
+            if got is not None:
+                return got
+            self[key] = value
+            self._charged[key] = nbytes
+            self.nbytes += nbytes
+            while (self.nbytes > self.budget or len(self._charged) > self.max_entries) and len(self._charged) > 1:
+                old, n = self._charged.popitem(last=False)
+                del self[old]
+                self.nbytes -= n
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            super().clear()
+            self._charged.clear()
+            self.nbytes = 0
+
+
+def _stack_bytes_of(table) -> Callable[[Stack], int]:
+    """What a cache entry keyed by a stack of ``table`` is charged for it: the frames it keeps
+    alive (all of them, as if no other state shared them), and the indentation levels."""
+    if isinstance(table, IndentedTable):
+        return lambda stack: FRAME_BYTES * stack.lalr.depth + 8 * len(stack.levels) + 200
+    return lambda stack: FRAME_BYTES * stack.depth + 100
+
+
+def _status_bytes(status: tuple) -> int:
+    """Bytes a status holds beyond its words: the rows (charged even where shared) and what
+    backing-up tokens see."""
+    _, rows, ends, behind = status
+    own = 200 + 64 * len(rows) + 8 * len(ends) + sum(len(ok) for _, ok in rows)
+    return own + (0 if behind is None else _status_bytes(behind))
+
+
+def _check_cache_bytes(cache_bytes: object) -> None:
+    if not isinstance(cache_bytes, (int, np.integer)) or isinstance(cache_bytes, bool):
+        raise TypeError(f"cache_bytes must be an int, got {type(cache_bytes).__name__}")
+    if cache_bytes < 1 << 20:
+        raise ValueError(f"cache_bytes must be >= 1 MiB (1048576), got {cache_bytes}")
 
 
 def _check_options(compiled: object, cache_size: object, split_depth: object) -> None:

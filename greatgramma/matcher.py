@@ -194,7 +194,7 @@ class Matcher:
     def __repr__(self) -> str:
         s = self.state
         return (
-            f"Matcher(lexer={s.lexer}, stack_depth={len(s.stack)}, terminated={s.finished}, "
+            f"Matcher(lexer={s.lexer}, stack_depth={s.stack.depth}, terminated={s.finished}, "
             f"history={self.num_rollback_tokens})"
         )
 
