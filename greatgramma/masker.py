@@ -68,20 +68,20 @@ class _SequenceTrie:
                 n = c
             return n
 
+        def hang(row: int, n: int, end: int, branch: frozenset) -> None:
+            """The row is viable at node n if its lexeme goes on, or backs up and goes on after that."""
+            q = masker._lexer.base(end)
+            if masker._prod_ignored[q]:
+                free[n].append(row)
+                return
+            for t in masker._prod_visible[q]:
+                by_term[n].setdefault(t, []).append(row)
+            for terms, after in masker._backup_options(end):
+                if after not in branch:  # a state met again on the branch adds no continuation
+                    hang(row, node(n, terms), after, branch | {after})
+
         for row, (terms, end) in enumerate(rows):
-            n = node(0, terms)
-            while True:  # the row is viable if its lexeme goes on, or backs up to its fallback
-                q = masker._lexer.base(end)
-                if masker._prod_ignored[q]:
-                    free[n].append(row)
-                else:
-                    for t in masker._prod_visible[q]:
-                        by_term[n].setdefault(t, []).append(row)
-                path = masker._fallback_path(end)
-                if path is None:
-                    break
-                terms, end = path
-                n = node(n, terms)
+            hang(row, node(0, terms), end, frozenset((end,)))
         self.free = [np.array(r, dtype=np.int64) if r else None for r in free]
         # per node, one entry per terminal to feed: (terminal, child node or -1, rows ending with it or None)
         self.edges: list[list[tuple[int, int, np.ndarray | None]]] = []
@@ -154,6 +154,8 @@ class Masker:
         self._vocab = compiled.vocab
         terms = self._lexer.terminals
         self._ignored = [t.ignored for t in terms]
+        self._backups: dict[int, tuple] = {}  # lexer state -> _backup_options
+        self._byte_reps = _byte_class_representatives(self._lexer)
         prod = [np.nonzero(row)[0].tolist() for row in self._lexer.prod]
         self._prod_visible = [_group_columns([t for t in ts if not terms[t].ignored], terms) for ts in prod]
         self._prod_ignored = [any(terms[t].ignored for t in ts) for ts in prod]
@@ -291,29 +293,72 @@ class Masker:
         tb = self._vocab.token_bytes
         return tb[token] if token < len(tb) else None
 
-    def _end_ok(self, stack: Stack, end: int) -> bool:
-        """Some lexeme reachable from lexer state ``end`` keeps the parser alive (going on, or
-        backing up to the state's fallback and going on from there)."""
-        ignored, visible, path = self._end_key(end)
+    def _end_ok(self, stack: Stack, end: int, branch: frozenset = frozenset()) -> bool:
+        """Some continuation of the lexeme in lexer state ``end`` keeps the parser alive: the
+        lexeme goes on into a terminal the parser takes, or dies and backs up to its fallback
+        (``_backup_options``) and what follows goes on."""
+        ignored, visible, options = self._end_key(end)
         if ignored:
             return True
         feed = self._feed
         for t in visible:
             if feed(stack, t) is not None:
                 return True
-        if path is None:
-            return False
-        after = self._feed_all(stack, path[0])
-        return after is not None and self._end_ok(after, path[1])
+        branch = branch | {end}
+        for terms, after in options:
+            if after not in branch:  # a state met again on the branch adds no continuation
+                fed = self._feed_all(stack, terms)
+                if fed is not None and self._end_ok(fed, after, branch):
+                    return True
+        return False
 
     def _end_key(self, end: int) -> tuple:
         """All that ``_end_ok`` needs of an end state: can it end ignored, the visible terminals
-        it can still end as, and its fallback path."""
+        it can still end as, and where backing up can lead."""
         key = self._end_info.get(end)
         if key is None:
             q = self._lexer.base(end)
-            key = self._end_info[end] = (self._prod_ignored[q], tuple(self._prod_visible[q]), self._fallback_path(end))
+            key = (self._prod_ignored[q], tuple(self._prod_visible[q]), self._backup_options(end))
+            self._end_info[end] = key
         return key
+
+    def _backup_options(self, x: int) -> tuple[tuple[tuple[int, ...], int], ...]:
+        """For an extended state: the ways its lexeme can die and back up, as (parser-visible
+        terminals emitted, lexer state after them); () for a DFA state.
+
+        A lexeme stopped inside a UTF-8 character backs up only on bytes that kill it, and the
+        relexed bytes go on with those same bytes: after ``if`` + a lead byte, a letter keeps
+        the lexeme a NAME, any other character backs up to ``if`` and then starts nothing. So
+        while the character is unfinished its continuations are run one byte class at a time;
+        once it is whole, backing up is the fallback then the pending bytes lexed again
+        (``_fallback_path``), whatever follows.
+        """
+        got = self._backups.get(x)
+        if got is not None:
+            return got
+        lexer, options = self._lexer, {}
+        seen, todo = {x}, [x]
+        while todo:
+            y = todo.pop()
+            if y < lexer.num_states:
+                continue  # the fallback is forgotten: what remains is the lexeme going on
+            if not _ends_inside_character(lexer.fallback(y)[1]):
+                path = self._fallback_path(y)
+                if path is not None:
+                    options[path] = None
+                continue
+            for b in self._byte_reps:
+                ran = lexer.feed(y, b)
+                if ran is None:
+                    continue
+                terms, after = ran
+                if terms:
+                    options[(tuple(t for t in terms if not self._ignored[t]), after)] = None
+                elif after not in seen:
+                    seen.add(after)
+                    todo.append(after)
+        got = self._backups[x] = tuple(options)
+        return got
 
     def _fallback_path(self, x: int) -> tuple[tuple[int, ...], int] | None:
         """For an extended state: the parser-visible terminals of backing up (the fallback, then
@@ -638,6 +683,25 @@ class Masker:
                 inner = self._words(behind)
             words |= view.fallback & inner
         return words
+
+
+def _ends_inside_character(data: bytes) -> bool:
+    """The bytes end with an unfinished UTF-8 character (a lead byte and too few continuations)."""
+    for back in range(1, min(4, len(data)) + 1):
+        b = data[-back]
+        if b < 0x80:
+            return False
+        if b >= 0xC0:  # the lead byte: how many bytes its character needs (none: not a lead byte)
+            return back < (0 if b < 0xC2 or b > 0xF4 else 2 if b < 0xE0 else 3 if b < 0xF0 else 4)
+    return False
+
+
+def _byte_class_representatives(lexer) -> tuple[bytes, ...]:
+    """One byte of each class of bytes that every lexer state treats alike (transition and
+    lookahead), lowest first: the lexer cannot tell the bytes of a class apart."""
+    columns = np.concatenate([lexer.delta, lexer.accept_next]).T
+    _, first = np.unique(columns, axis=0, return_index=True)
+    return tuple(bytes((int(b),)) for b in sorted(first.tolist()))
 
 
 class _ByteCache(dict):

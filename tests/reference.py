@@ -67,13 +67,17 @@ Semantics (bytes in, booleans out):
   and ``cur[k:]`` lexed again from scratch, the state is viable (recursively). E.g. after
   ``if x`` in a grammar with keywords and NAME, ``thend`` is one NAME for good, never
   ``then`` + ``d``; with ``A: "a"``, ``B: "b"``, ``ABC: /ab+c/``, ``ab`` may still end up as
-  ``A B``.
+  ``A B``. When ``cur`` ends inside a UTF-8 character, (c) is decided on each byte that can
+  continue the character instead: the lexer backs up only where the character kills ``cur``,
+  so after ``if`` + a lead byte a letter keeps ``cur`` a NAME and any other character backs up
+  to ``if`` and is then lexed again (starting nothing, or something the parser must take).
   Complete: the input flushes at its end (above), the postlexer passes the whole sequence
   (end-of-input dedents included) and the parser accepts it followed by end of input.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import NamedTuple, Optional, Sequence
 
@@ -155,14 +159,47 @@ def _tail_ranges(tail: bytes) -> tuple[tuple[int, int], ...]:
 # a trailing partial UTF-8 character is enumerated. The bound never decides anything by itself:
 # every candidate under it is still tested with the regex.
 
-_CATEGORY_CLASS = {
-    _c.CATEGORY_DIGIT: r"\d",
-    _c.CATEGORY_NOT_DIGIT: r"\D",
-    _c.CATEGORY_SPACE: r"\s",
-    _c.CATEGORY_NOT_SPACE: r"\S",
-    _c.CATEGORY_WORD: r"\w",
-    _c.CATEGORY_NOT_WORD: r"\W",
-}
+def _python_set(escape: str, negate: bool) -> str:
+    """The code points Python's ``re`` matches with ``escape`` (``\\w`` or ``\\d``), as set
+    ranges. Lark's patterns are Python regexes, and the ``regex`` module's Unicode ``\\w``
+    and ``\\d`` differ from ``re``'s (``regex`` takes combining marks as word characters,
+    ``re`` only what ``str.isalnum()`` takes, and ``_``)."""
+    one = re.compile(escape)
+    inside = [one.match(chr(c)) is not None for c in range(MAX_CODE_POINT + 1)]
+    ranges, start = [], None
+    for c in range(MAX_CODE_POINT + 2):
+        hit = c <= MAX_CODE_POINT and inside[c] != negate
+        if hit and start is None:
+            start = c
+        elif not hit and start is not None:
+            ranges.append("\\U%08x-\\U%08x" % (start, c - 1))
+            start = None
+    return "".join(ranges)
+
+
+class _PythonClasses(dict):
+    """Category -> the text of a one-character class inside a set, as Python's ``re`` reads it
+    (``\\s`` needs no rewrite: both modules agree on it), computed on first use."""
+
+    _ESCAPES = {
+        _c.CATEGORY_DIGIT: (r"\d", False),
+        _c.CATEGORY_NOT_DIGIT: (r"\d", True),
+        _c.CATEGORY_WORD: (r"\w", False),
+        _c.CATEGORY_NOT_WORD: (r"\w", True),
+    }
+
+    def __missing__(self, key):
+        if key in (_c.CATEGORY_SPACE, _c.CATEGORY_NOT_SPACE):
+            return r"\s" if key is _c.CATEGORY_SPACE else r"\S"
+        escape, negate = self._ESCAPES[key]
+        got = self[key] = _python_set(escape, negate)
+        return got
+
+    def __contains__(self, key) -> bool:
+        return key in self._ESCAPES or key in (_c.CATEGORY_SPACE, _c.CATEGORY_NOT_SPACE)
+
+
+_CATEGORY_CLASS = _PythonClasses()
 _ALL_CHARS: Optional[str] = None
 _CLASS_MAX_CACHE: dict[str, int] = {}
 
@@ -214,7 +251,7 @@ class _Atom:
         if op is _c.CATEGORY:
             if av not in _CATEGORY_CLASS:
                 raise _NoAutomaton(av)
-            return _CATEGORY_CLASS[av], None
+            return "[" + _CATEGORY_CLASS[av] + "]", None
         if op is _c.IN:
             parts, negate, plain_max = [], False, -1
             for item_op, item_av in av:
@@ -484,6 +521,38 @@ def _unparse(items) -> str:
 _LEADING_GLOBAL_FLAGS = re.compile(r"^\(\?[aiLmsux]+\)")
 
 
+def _python_classes(pattern: str) -> str:
+    """``pattern`` with ``\\w \\W \\d \\D`` spelt out as Python's ``re`` reads them (see
+    ``_python_set``); unchanged if it has none or is ASCII-only (there the modules agree)."""
+    parsed = _sre_parse.parse(pattern)
+    if parsed.state.flags & re.ASCII or not _has_unicode_category(list(parsed)):
+        return pattern
+    flags = _flag_letters(parsed.state.flags)
+    return ("(?%s)" % flags if flags else "") + _unparse(list(parsed))
+
+
+def _has_unicode_category(items) -> bool:
+    for op, av in items:
+        if op is _c.CATEGORY and av not in (_c.CATEGORY_SPACE, _c.CATEGORY_NOT_SPACE):
+            return True
+        if op is _c.IN and any(o is _c.CATEGORY and a not in (_c.CATEGORY_SPACE, _c.CATEGORY_NOT_SPACE) for o, a in av):
+            return True
+        subs: list = []
+        if op is _c.SUBPATTERN:
+            subs = [av[3]]
+        elif op is _c.BRANCH:
+            subs = list(av[1])
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or op.name == "POSSESSIVE_REPEAT":
+            subs = [av[2]]
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            subs = [av[1]]
+        elif op.name == "ATOMIC_GROUP":
+            subs = [av]
+        if any(_has_unicode_category(list(sub)) for sub in subs):
+            return True
+    return False
+
+
 class _Terminal:
     """A Lark terminal with byte-level alive/complete tests (cached per lexeme prefix)."""
 
@@ -494,7 +563,7 @@ class _Terminal:
         self.is_string: bool = isinstance(term_def.pattern, PatternStr)
         self.max_width: int = term_def.pattern.max_width
         self.value_len: int = len(term_def.pattern.value)
-        self.regexp: str = term_def.pattern.to_regexp()
+        self.regexp: str = _python_classes(term_def.pattern.to_regexp())
         self.analysis = _PatternAnalysis(self.regexp)
         self.lazy = self.analysis.lazy
         self._full = regex.compile(self.regexp)
@@ -635,6 +704,16 @@ def _first_char(data: bytes) -> str:
             continue
     ranges = _tail_ranges(data) if 0 < len(data) < 4 else ()
     return chr(ranges[0][0]) if ranges else ""
+
+
+def _unfinished_character(data: bytes) -> bool:
+    """``data`` ends inside a UTF-8 character: its bytes are not all there yet."""
+    start = max((i for i in range(max(0, len(data) - 4), len(data)) if not 0x80 <= data[i] < 0xC0), default=None)
+    if start is None:
+        return False
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder.decode(data[start:])
+    return bool(decoder.getstate()[0])  # bytes held back, waiting for the rest of a character
 
 
 def _follow_text(data: bytes) -> str:
@@ -1120,6 +1199,12 @@ class ReferenceChecker:
                 return True
         if not self._may_backtrack(cur):
             return False
+        if _unfinished_character(cur):
+            # (c) backs up only on the bytes that kill cur, and the relexed bytes go on with
+            # them: run the bytes that continue the character (any other byte leaves invalid
+            # UTF-8 behind, which no terminal ever matches) and look at each state they give.
+            return any(self.state_viable(self.feed(state, bytes((b,))), base or (len(state.lexemes), post))
+                       for b in range(0x80, 0xC0))
         k, name = self._longest_complete(cur, lambda k: _first_char(cur[k:]), len(cur) - 1)
         if name is None:
             return False
