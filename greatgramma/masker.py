@@ -145,8 +145,7 @@ class Masker:
     def __init__(
         self, compiled: CompiledGrammar, *, cache_size: int = 4096, split_depth: int = 2, cache_bytes: int = 256 << 20
     ):
-        _check_options(compiled, cache_size, split_depth)
-        _check_cache_bytes(cache_bytes)
+        _check_options(compiled, cache_size=cache_size, split_depth=split_depth, cache_bytes=cache_bytes)
         self.compiled = compiled
         self._transducer = compiled.transducer
         self._table = compiled.parse_table
@@ -753,22 +752,19 @@ def _status_bytes(status: tuple) -> int:
     return own + (0 if behind is None else _status_bytes(behind))
 
 
-def _check_cache_bytes(cache_bytes: object) -> None:
-    if not isinstance(cache_bytes, (int, np.integer)) or isinstance(cache_bytes, bool):
-        raise TypeError(f"cache_bytes must be an int, got {type(cache_bytes).__name__}")
-    if cache_bytes < 1 << 20:
-        raise ValueError(f"cache_bytes must be >= 1 MiB (1048576), got {cache_bytes}")
+_OPTION_MINIMUM = {"cache_size": (1, "1"), "split_depth": (1, "1"), "cache_bytes": (1 << 20, "1 MiB (1048576)")}
 
 
-def _check_options(compiled: object, cache_size: object, split_depth: object) -> None:
+def _check_options(compiled: object, **options: object) -> None:
     """Masker's arguments, checked before use (TypeError / ValueError naming the argument)."""
     if not isinstance(compiled, CompiledGrammar):
         raise TypeError(f"Masker needs a CompiledGrammar (from gg.compile or gg.load), got {type(compiled).__name__}")
-    for name, value, low in (("cache_size", cache_size, 1), ("split_depth", split_depth, 1)):
+    for name, value in options.items():
+        low, shown = _OPTION_MINIMUM[name]
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
             raise TypeError(f"{name} must be an int, got {type(value).__name__}")
         if value < low:
-            raise ValueError(f"{name} must be >= {low}, got {value}")
+            raise ValueError(f"{name} must be >= {shown}, got {value}")
 
 
 def _group_columns(visible: list[int], terms) -> list[int]:

@@ -23,7 +23,8 @@ from lark import Lark
 
 import greatgramma as gg
 from compare import EOS_ID, describe, engine_bits, reference_bits
-from greatgramma.lexer import DEAD, LexerDFA, TerminalSpec, build_lexer
+from test_lexer import dfa_boundary as lexeme_end  # where maximal munch ends the first lexeme
+from greatgramma.lexer import LexerDFA, TerminalSpec, build_lexer
 from greatgramma.regex import ByteNFA, class_ranges, compile_regex
 
 try:
@@ -205,18 +206,6 @@ def contract_end(pattern: str, text: str) -> int | None:
         return len(text[: m.end()].encode()) if m else None
     ends = [k for k in range(len(text), 0, -1) if re.fullmatch(pattern, text[:k])]
     return len(text[: ends[0]].encode()) if ends else None
-
-
-def lexeme_end(lexer, data: bytes) -> int | None:
-    """Where maximal munch ends the first lexeme of ``data`` (backing up as far as needed), or None."""
-    q, end = 0, None
-    for i, b in enumerate(data):
-        if q != 0 and lexer.accept_next[q, b] != DEAD:
-            end = i
-        q = int(lexer.delta[q, b])
-        if q == DEAD:
-            return end
-    return len(data) if lexer.accept[q] != DEAD else end
 
 
 @pytest.mark.parametrize("label,pattern,opener,pieces", LOOKBEHIND_AND_LAZY, ids=[p[0] for p in LOOKBEHIND_AND_LAZY])
