@@ -374,20 +374,29 @@ class _Builder:
                 self._chars_between(non_ascii, node, nodes[0])
         return done, j
 
-    def node(self, op, av, flags: int, tail: bool) -> tuple[int, int]:
+    def structure(self, op, av, flags: int, context) -> tuple[int, int] | None:
+        """Characters, groups and alternatives, built alike by every builder (``context``: what
+        the builder's ``seq`` carries along); None for any other construct."""
         nfa = self.nfa
         if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN):
             return self.chars(class_ranges(op, av, flags))
         if op is C.SUBPATTERN:
             _group, add, delete, p = av
-            return self.seq(p, (flags | add) & ~delete, tail)
+            return self.seq(p, (flags | add) & ~delete, context)
         if op is C.BRANCH:
             s, e = nfa.new(), nfa.new()
             for alt in av[1]:
-                a, b = self.seq(alt, flags, tail)
+                a, b = self.seq(alt, flags, context)
                 nfa.eps[s].append(a)
                 nfa.eps[b].append(e)
             return s, e
+        return None
+
+    def node(self, op, av, flags: int, tail: bool) -> tuple[int, int]:
+        got = self.structure(op, av, flags, tail)
+        if got is not None:
+            return got
+        nfa = self.nfa
         if op is C.MAX_REPEAT:
             lo, hi, p = av
             unbounded = hi == C.MAXREPEAT
@@ -466,19 +475,9 @@ class _GatedBuilder(_Builder):
         return s, cur
 
     def node(self, op, av, flags: int, before: int) -> tuple[int, int]:
-        nfa = self.nfa
-        if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN):
-            return self.chars(class_ranges(op, av, flags))
-        if op is C.SUBPATTERN:
-            _group, add, delete, p = av
-            return self.seq(p, (flags | add) & ~delete, before)
-        if op is C.BRANCH:
-            s, e = nfa.new(), nfa.new()
-            for alt in av[1]:
-                a, b = self.seq(alt, flags, before)
-                nfa.eps[s].append(a)
-                nfa.eps[b].append(e)
-            return s, e
+        got = self.structure(op, av, flags, before)
+        if got is not None:
+            return got
         if op in (C.MAX_REPEAT, C.MIN_REPEAT):
             return self.repeat(av, flags, before, greedy=op is C.MAX_REPEAT)
         if op in (C.ASSERT, C.ASSERT_NOT) and av[0] == -1:

@@ -19,6 +19,16 @@ def engine_bits(words: np.ndarray, vocab_size: int) -> np.ndarray:
     return bits[:vocab_size]
 
 
+def allowed_ids(words: np.ndarray) -> np.ndarray:
+    """Token ids a bitmask allows, ascending."""
+    return np.nonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0]
+
+
+def bit(words: np.ndarray, tok: int) -> bool:
+    """Whether a bitmask allows token ``tok``."""
+    return bool(words.view(np.uint32)[tok >> 5] >> (tok & 31) & 1)
+
+
 def reference_bits(s, prefix: bytes) -> np.ndarray:
     """What the reference allows after ``prefix`` (``s``: a test setup with tokens, vocab_size, ref)."""
     expected = np.zeros(s.vocab_size, dtype=bool)

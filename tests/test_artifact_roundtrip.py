@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tokenizer_utils import encode_exact, load_tokenizer
+from compare import allowed_ids
 
 import greatgramma as gg
 
@@ -83,10 +84,6 @@ class PairedWalk:
     def advance(self, token: int) -> None:
         self.states = (self.live.advance(self.states[0], token), self.loaded.advance(self.states[1], token))
         self.steps += 1
-
-
-def allowed_ids(words: np.ndarray) -> np.ndarray:
-    return np.nonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0]
 
 
 def walk_program(live: gg.Masker, loaded: gg.Masker, what: str, tokens: list[int]) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from lark_indenter import lark_parser, python_indenter
 from reference import ReferenceChecker
+from compare import allowed_ids, bit
 
 import greatgramma as gg
 
@@ -57,10 +58,6 @@ def lark_for(grammar: str) -> lark.Lark:
     if grammar == "python":
         return lark_parser(grammar_text(grammar), python_indenter())
     return lark.Lark(grammar_text(grammar), parser="lalr", lexer="basic")
-
-
-def allowed_ids(words: np.ndarray) -> np.ndarray:
-    return np.nonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0]
 
 
 def unfinished(data: bytes) -> bool:
@@ -221,8 +218,7 @@ def test_every_lexer_state_and_lead_byte(grammar: str) -> None:
     exactly when the reference finds the prefix viable (asked for one byte, varied, of each
     class of lead bytes the lexer treats alike), and once taken the mask is not empty."""
     ref = reference_for(grammar)
-    masks = {t: masker_for(grammar, t) for t in ("llama2",)}  # bytes decide; other vocabularies: below
-    masker = masks["llama2"]
+    masker = masker_for(grammar, "llama2")  # bytes decide here; the walks above cover every tokenizer
     lexer, by_byte = masker.compiled.lexer, byte_token(masker.compiled.vocab)
     cols = lexer.columns
     reach = witnesses(lexer)
@@ -253,7 +249,7 @@ def test_every_lexer_state_and_lead_byte(grammar: str) -> None:
             st = feed_bytes(masker, start, w, by_byte)
             if st is None or lexer.base(st.lexer) != q:
                 continue
-            words = masker.mask(st).view(np.uint32)
+            words = masker.mask(st)
             before = ref_states.get(ctx)
             if before is None:
                 before = ref_states[ctx] = ref.lex_state(ctx)
@@ -263,11 +259,11 @@ def test_every_lexer_state_and_lead_byte(grammar: str) -> None:
                 asked = rng.choice(members)  # the reference is slow: one byte per class, varied
                 for b in members:
                     tok = by_byte[b]
-                    engine = bool(words[tok >> 5] >> (tok & 31) & 1)
+                    engine = bit(words, tok)
                     if b == asked:
                         want = ref.state_viable(ref.feed(before, bytes((b,))), base)
                     else:  # the lexer cannot tell the bytes of a class apart
-                        want = bool(words[by_byte[asked] >> 5] >> (by_byte[asked] & 31) & 1)
+                        want = bit(words, by_byte[asked])
                     assert engine == want, f"{grammar}: after {(ctx + w)[-50:]!r} lead byte {b:#x}: engine {engine}, reference {want}"
                     if engine:
                         after = masker.advance(st, tok)
@@ -303,7 +299,7 @@ def test_keyword_then_lead_byte_is_refused(tokenizer: str, prefix: bytes, pieces
     ref, out = reference_for("python"), prefix
     for piece in pieces:
         tok = vocab.token_bytes.index(piece)
-        allowed = bool(masker.mask(state).view(np.uint32)[tok >> 5] >> (tok & 31) & 1)
+        allowed = bit(masker.mask(state), tok)
         assert allowed == ref.viable(out + piece), f"{piece!r} after {out!r}"
         if not allowed:
             return

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from lark_indenter import lark_parser, lark_parses, python_indenter
+from compare import allowed_ids, bit
 
 import greatgramma as gg
 
@@ -36,14 +37,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*LONG_STRING can never be produ
 
 def python_grammar() -> gg.Grammar:
     return gg.Grammar.from_file(GRAMMAR_PATH, indenter=gg.Indenter.python())
-
-
-def allowed_ids(words: np.ndarray) -> np.ndarray:
-    return np.nonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0]
-
-
-def bit(words: np.ndarray, tok: int) -> bool:
-    return bool(words.view(np.uint32)[tok >> 5] >> (tok & 31) & 1)
 
 
 def walk_ids(masker: gg.Masker, ids: list[int], name: str, state: gg.State | None = None) -> gg.State:

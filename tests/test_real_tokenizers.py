@@ -11,6 +11,7 @@ from pathlib import Path
 import lark
 import numpy as np
 import pytest
+from compare import allowed_ids
 
 import greatgramma as gg
 from greatgramma.tokenize import encode_exact, load_tokenizer
@@ -43,10 +44,6 @@ def compiled_for(grammar: str, tokenizer: str) -> gg.CompiledGrammar:
         vocab = gg.Vocabulary.from_file(_tokenizer_path(tokenizer))
         _compiled[key] = gg.compile(gg.Grammar.from_file(ROOT / "grammars" / f"{grammar}.lark"), vocab)
     return _compiled[key]
-
-
-def allowed_ids(words: np.ndarray) -> np.ndarray:
-    return np.nonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0]
 
 
 CELLS = [(g, t) for g in LANGUAGES for t in TOKENIZERS]
