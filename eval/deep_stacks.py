@@ -88,10 +88,9 @@ def walk(masker, tokens: list[int], rss: list[float] | None = None) -> tuple[lis
 
 def clear_stack_caches(masker) -> None:
     """Forget the caches keyed by whole stacks (as if every stack were new)."""
-    for name in ("_masks", "_rows"):
-        cache = getattr(masker, name, None)
-        if cache is not None:
-            cache.clear()
+    caches = masker.caches()
+    for name in ("masks", "rows"):
+        caches[name].clear()
 
 
 def heap_growth_mb(make_masker, shallow_tokens: list[int], deep_tokens: list[int]) -> float:

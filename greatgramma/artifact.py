@@ -14,7 +14,7 @@ again and compares all tables.
 
 The lexer's extended (backing-up) states are numbered in the order compiling met them, and the
 saved outcome rows name them: the file lists their keys in id order and loading replays them
-(:meth:`LexerDFA.restore_extended`) before building anything that reads those rows.
+(:meth:`LexingTransducer.restore_extended`) before building anything that reads those rows.
 """
 
 from __future__ import annotations
@@ -32,13 +32,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .compiled import CompiledGrammar
+from .codes import DEAD, END
+from .compiled import CompiledGrammar, lexing_transducer, masking_tables
 from .errors import ArtifactError, GrammarWarning, GreatGrammaError
 from .grammar import Grammar
-from .indenter import IndentedTable, Indenter
-from .lexer import DEAD, MAX_BACKTRACK, LexerDFA, TerminalSpec
-from .parser import ParseTable
-from .transducer import END, TokenTransducer, TokenTrie
+from .indenter import Indenter
+from .lexer import MAX_BACKTRACK, LexerDFA, TerminalSpec
+from .lexing import LexingTransducer
+from .parse_table import ParseTable
+from .subtrees import SubtreeWalks
+from .transducer import TokenTransducer
+from .trie import TokenTrie
 from .vocab import Vocabulary
 
 MAGIC = "greatgramma-compiled"
@@ -74,42 +78,27 @@ def save(compiled: CompiledGrammar, path: str | os.PathLike) -> None:
 
 def _arrays(compiled: CompiledGrammar) -> dict[str, np.ndarray]:
     """Every array the file holds, with the dtypes :data:`_ARRAYS` names."""
-    v, lx, trie, td = compiled.vocab, compiled.lexer, compiled.trie, compiled.transducer
-    lalr = _lalr_of(compiled.parse_table)
-    term, nxt = list(td.outcomes.term), list(td.outcomes.next)  # before the extended states they name
-    ext = lx.extended_keys()
+    v = compiled.vocab
+    outcomes = compiled.transducer.to_arrays()  # before the extended states they name
     lengths = np.array([-1 if b is None else len(b) for b in v.token_bytes], dtype=np.int64)
     arrays = {
         "vocab_bytes": np.frombuffer(b"".join(b for b in v.token_bytes if b is not None), dtype=np.uint8),
         "vocab_lengths": lengths,
-        "lexer_delta": lx.delta,
-        "lexer_accept": lx.accept,
-        "lexer_prod": lx.prod,
-        "lexer_accept_next": lx.accept_next,
-        "lexer_ext_state": np.array([q for q, _, _ in ext], dtype=np.int32),
-        "lexer_ext_term": np.array([t for _, t, _ in ext], dtype=np.int32),
-        "lexer_ext_pending": np.frombuffer(b"".join(p for _, _, p in ext), dtype=np.uint8),
-        "lexer_ext_pending_lengths": np.array([len(p) for _, _, p in ext], dtype=np.int64),
-        "lalr_action": lalr.action,
-        "lalr_goto": lalr.goto,
-        "lalr_rule_lhs": lalr.rule_lhs,
-        "lalr_rule_len": lalr.rule_len,
-        "trie_matrix": trie.matrix,
-        "trie_lengths": trie.lengths,
-        "trie_offsets": trie.offsets,
-        "trie_levels": np.concatenate(trie.level_starts) if trie.level_starts else np.zeros(0, np.int64),
-        "trie_level_sizes": np.array([len(x) for x in trie.level_starts], dtype=np.int64),
-        "trie_token_ptr": trie.token_of_string_ptr,
-        "trie_tokens": trie.token_of_string,
-        "suffix": td.suffix,
-        "outcome_term": np.array(term, dtype=np.int64),
-        "outcome_next": np.array(nxt, dtype=np.int64),
+        **_prefixed("lexer_", compiled.lexer.dfa.to_arrays()),
+        **_prefixed("lexer_", compiled.lexer.to_arrays()),
+        **_prefixed("lalr_", compiled.parse_table.to_arrays()),
+        **_prefixed("trie_", compiled.trie.to_arrays()),
+        **outcomes,
     }
     return {name: np.ascontiguousarray(arrays[name], dtype=dtype) for name, (dtype, _) in _ARRAYS.items()}
 
 
-def _lalr_of(table) -> ParseTable:
-    return table.table if isinstance(table, IndentedTable) else table
+def _prefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {prefix + name: x for name, x in arrays.items()}
+
+
+def _unprefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {name[len(prefix) :]: x for name, x in arrays.items() if name.startswith(prefix)}
 
 
 def _header(compiled: CompiledGrammar, payload_sha256: str) -> dict:
@@ -135,15 +124,10 @@ def _header(compiled: CompiledGrammar, payload_sha256: str) -> dict:
 
 def _header_tables(compiled: CompiledGrammar) -> dict:
     """The header's part that describes tables (what ``verify`` compares besides the arrays)."""
-    lalr = _lalr_of(compiled.parse_table)
+    lalr = compiled.parse_table.to_header()
     return {
         "terminals": [asdict(t) for t in compiled.lexer.terminals],
-        "lalr": {
-            "start_state": int(lalr.start_state),
-            "end_state": int(lalr.end_state),
-            "nonterminals": list(lalr.nonterminals),
-            "declared": dict(lalr.declared),
-        },
+        "lalr": {**lalr, "start_state": int(lalr["start_state"]), "end_state": int(lalr["end_state"])},
         "preprocessed_subtrees": int(compiled.preprocessed_subtrees),
     }
 
@@ -451,15 +435,6 @@ def _check_lexer(a: dict, terms: tuple[TerminalSpec, ...]) -> None:
         raise _Invalid("lexer_ext_pending_lengths do not add up to the length of lexer_ext_pending")
 
 
-def _extended_keys(a: dict) -> list[tuple[int, int, bytes]]:
-    flat = a["lexer_ext_pending"].tobytes()
-    ends = np.cumsum(a["lexer_ext_pending_lengths"]).tolist()
-    starts = [0, *ends[:-1]]
-    return [
-        (q, t, flat[s:e]) for q, t, s, e in zip(a["lexer_ext_state"].tolist(), a["lexer_ext_term"].tolist(), starts, ends)
-    ]
-
-
 def _check_lalr(a: dict, lalr: dict, terms: tuple[TerminalSpec, ...], indenter: Indenter | None) -> None:
     """Shapes follow the terminals and nonterminals; actions, gotos and rules index what exists."""
     n_base = sum(t.column is None for t in terms)
@@ -511,9 +486,9 @@ def _check_token_strings(a: dict, owner: np.ndarray) -> None:
         raise _Invalid(f"trie_tokens lists token {int(tokens[np.argmax(wrong)])} under a string that is not its bytes")
 
 
-def _check_trie(a: dict) -> tuple[bytes, ...]:
+def _check_trie(a: dict) -> None:
     """The trie is the vocabulary's (the payload's vocab_* arrays) distinct non-empty token strings,
-    sorted, with consistent offsets, levels and token lists. Returns the strings."""
+    sorted, with consistent offsets, levels and token lists."""
     matrix, lengths = a["trie_matrix"], a["trie_lengths"]
     n, width = matrix.shape
     if width < 1:
@@ -550,8 +525,6 @@ def _check_trie(a: dict) -> tuple[bytes, ...]:
     once = np.bincount(tokens, minlength=len(vocab_lengths)) == 1
     if len(tokens) != int(once.sum()) or len(tokens) != int((vocab_lengths > 0).sum()):
         raise _Invalid("trie_tokens must list every token with bytes exactly once")
-    strings = tuple(matrix[i, :k].tobytes() for i, k in enumerate(lengths.tolist()))
-    return strings
 
 
 def _check_outcomes(a: dict, terms: tuple[TerminalSpec, ...], num_lexer_states: int) -> None:
@@ -639,41 +612,29 @@ def _build(header: dict, a: dict, grammar: Grammar | None, vocab: Vocabulary | N
     terms = _terminals(header, ind)
     _check_lexer(a, terms)
     with _building("lexer"):
-        lexer = LexerDFA(
-            a["lexer_delta"], a["lexer_accept"], a["lexer_prod"], terms, a["lexer_accept_next"], ind.tab_len if ind else 8
-        )
+        lexer = lexing_transducer(stored, LexerDFA.from_arrays(_unprefixed("lexer_", a), terms))
     try:
-        lexer.restore_extended(_extended_keys(a))
+        lexer.restore_extended(LexingTransducer.extended_keys_from_arrays(_unprefixed("lexer_", a)))
     except ValueError as exc:
         raise _Invalid(str(exc)) from None
     lalr = header["lalr"]
     _check_lalr(a, lalr, terms, ind)
     with _building("parse table"):
-        table = ParseTable(
-            a["lalr_action"],
-            a["lalr_goto"],
-            a["lalr_rule_lhs"],
-            a["lalr_rule_len"],
-            lalr["start_state"],
-            lalr["end_state"],
-            tuple(lalr["nonterminals"]),
-            dict(lalr["declared"]),
-        )
-        if ind is not None:
-            table = IndentedTable(table, ind, [t.name for t in terms if t.column is None])
-    strings = _check_trie(a)
+        table = ParseTable.from_arrays(_unprefixed("lalr_", a), lalr)
+    _check_trie(a)
     _check_outcomes(a, terms, lexer.num_lexer_states)
-    levels = tuple(np.split(a["trie_levels"], np.cumsum(a["trie_level_sizes"])[:-1]))
     with _building("token trie and transducer"):
-        trie = TokenTrie(
-            strings, a["trie_matrix"], a["trie_lengths"], a["trie_offsets"], levels, a["trie_token_ptr"], a["trie_tokens"]
-        )
-        transducer = TokenTransducer(lexer, trie, saved=(a["suffix"], a["outcome_term"], a["outcome_next"]))
+        trie = TokenTrie.from_arrays(_unprefixed("trie_", a))
+        transducer = TokenTransducer.from_arrays(lexer, trie, a)
+        subtrees = SubtreeWalks(transducer)
+        sequences, blocks = masking_tables(transducer, subtrees)
     if header["preprocessed_subtrees"] < 0:
         raise _Invalid("preprocessed_subtrees is negative")
     with _building("timings"):
         timings = {k: float(v) for k, v in header["timings"].items()}
-    return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, timings, header["preprocessed_subtrees"])
+    return CompiledGrammar(
+        grammar, vocab, lexer, table, trie, transducer, subtrees, sequences, blocks, timings, header["preprocessed_subtrees"]
+    )
 
 
 def _verify(p: Path, compiled: CompiledGrammar, arrays: dict, header: dict) -> None:
@@ -694,9 +655,9 @@ def _verify(p: Path, compiled: CompiledGrammar, arrays: dict, header: dict) -> N
     exact = [name for name in mine if not name.startswith(("lexer_ext_", "lalr_"))]
     differ = [name for name in exact if not np.array_equal(mine[name], arrays[name])]
     made = fresh.lexer.extended_keys()
-    if _extended_keys(arrays)[: len(made)] != made:  # a used grammar may have met more of them after compiling
+    if LexingTransducer.extended_keys_from_arrays(_unprefixed("lexer_", arrays))[: len(made)] != made:  # a used grammar may have met more of them after compiling
         differ.append("lexer_ext_*")
-    if _canonical_lalr(_lalr_of(fresh.parse_table)) != _canonical_lalr(_lalr_of(compiled.parse_table)):
+    if _canonical_lalr(fresh.parse_table) != _canonical_lalr(compiled.parse_table):
         differ.append("lalr_* (the parse table)")
     tables = _header_tables(fresh)
     differ += [f"header {key}" for key in ("terminals", "preprocessed_subtrees") if header[key] != tables[key]]

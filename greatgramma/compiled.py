@@ -8,31 +8,50 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .blocks import BlockTable, StatusLayout
 from .grammar import Grammar
-from .lexer import LexerDFA
-from .parser import ParseTable
-from .transducer import TokenTransducer, TokenTrie
+from .lexing import LexingTransducer
+from .parse_table import ParseTable
+from .parser import LalrParser
+from .sequences import SequenceTrie
+from .subtrees import SubtreeWalks
+from .transducer import TokenTransducer
+from .trie import TokenTrie
 from .vocab import Vocabulary
-
 
 _IDENTITIES = itertools.count(1)
 
 
 @dataclass(eq=False)
 class CompiledGrammar:
-    """Everything precomputed for one (grammar, vocabulary) pair. Share it between threads and maskers."""
+    """Everything precomputed for one (grammar, vocabulary) pair. Share it between threads and maskers.
+
+    ``lexer`` runs the lexer DFA and owns its backing-up states; ``subtrees`` and ``blocks``
+    are filled lazily beyond what compiling walked (each entry a function of its key).
+    """
 
     grammar: Grammar
     vocab: Vocabulary
-    lexer: LexerDFA
+    lexer: LexingTransducer
     parse_table: ParseTable
     trie: TokenTrie
     transducer: TokenTransducer
+    subtrees: SubtreeWalks
+    sequences: SequenceTrie
+    blocks: BlockTable
     timings: dict[str, float] = field(default_factory=dict)
-    # subtrees compile walked (a loaded grammar's transducer walks its own on demand; the file keeps this figure)
+    # subtrees compile walked (a loaded grammar walks its own on demand; the file keeps this figure)
     preprocessed_subtrees: int = 0
     # which compiled grammar a decoding state belongs to: unlike id(), never reused in a process
     identity: int = field(default_factory=lambda: next(_IDENTITIES), init=False, repr=False)
+
+    def new_parser(self):
+        """A parser for decoding: the LALR stack machine, wrapped by the grammar's postlexer if any."""
+        lalr = LalrParser(self.parse_table)
+        post = self.grammar.indenter
+        if post is None:
+            return lalr
+        return post.parser(lalr, [t.name for t in self.lexer.terminals if t.column is None])
 
     def summary(self) -> dict[str, object]:
         """Sizes and seconds of the preprocessing stages."""
@@ -55,7 +74,7 @@ class CompiledGrammar:
         save(self, path)
 
 
-STAGES = ("lalr", "lexer", "trie", "transducer", "subtrees")
+STAGES = ("lalr", "lexer", "trie", "transducer", "subtrees", "blocks")
 
 
 def compile(  # noqa: A001
@@ -66,7 +85,8 @@ def compile(  # noqa: A001
     max_token_table_entries: int = 20_000_000,
     progress: Callable[[str, float], None] | None = None,
 ) -> CompiledGrammar:
-    """Preprocess ``grammar`` for ``vocab`` (lexer DFA, LALR table, token trie, token-level transducer).
+    """Preprocess ``grammar`` for ``vocab`` (lexer DFA, LALR table, token trie, token-level
+    transducer, the subtree walks and per-byte blocks every DFA state enters).
 
     ``progress(stage, seconds)`` is called as each of :data:`STAGES` finishes.
     """
@@ -83,12 +103,28 @@ def compile(  # noqa: A001
 
     table = grammar.parse_table
     lap("lalr")
-    lexer = grammar.build_lexer(max_states=max_dfa_states)
+    lexer = lexing_transducer(grammar, grammar.build_lexer(max_states=max_dfa_states))
     lap("lexer")
     trie = TokenTrie.build(vocab.token_bytes)
     lap("trie")
     transducer = TokenTransducer(lexer, trie)
     lap("transducer")
-    subtrees = transducer.walk_all_subtrees(max_token_table_entries)
+    subtrees = SubtreeWalks(transducer)
+    walked = subtrees.walk_all(max_token_table_entries)
     lap("subtrees")
-    return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, timings, subtrees)
+    sequences, blocks = masking_tables(transducer, subtrees)
+    lap("blocks")
+    return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, subtrees, sequences, blocks, timings, walked)
+
+
+def lexing_transducer(grammar: Grammar, dfa) -> LexingTransducer:
+    """The lexing transducer over ``dfa``, with the grammar's postlexer's view of it."""
+    post = grammar.indenter
+    return LexingTransducer(dfa, None if post is None else post.lexer_view(dfa))
+
+
+def masking_tables(transducer: TokenTransducer, subtrees: SubtreeWalks) -> tuple[SequenceTrie, BlockTable]:
+    """The outcome rows' sequence trie and the per-byte blocks (also built when an artifact is loaded)."""
+    sequences = SequenceTrie.of(transducer)
+    layout = StatusLayout.of(len(transducer.lexer.terminals), len(transducer.outcomes))
+    return sequences, BlockTable(subtrees, layout)

@@ -30,7 +30,7 @@ from lark.lexer import PatternStr
 from .errors import GrammarError, GrammarWarning, ResourceLimitError, UnsupportedRegexError
 from .indenter import Indenter
 from .lexer import TerminalSpec
-from .parser import ParseTable, parse_table_from_lark
+from .parse_table import ParseTable, parse_table_from_lark
 
 _NO_PRECEDENCE = "Lark's LALR has no precedence declarations"
 _PRECEDENCE_HINT = (
@@ -126,16 +126,14 @@ class Grammar:
 
     @cached_property
     def parse_table(self) -> ParseTable:
-        """The LALR table (an :class:`~greatgramma.indenter.IndentedTable` with an indenter)."""
+        """The LALR table; with a postlexer, the terminals it makes come after the lexer's."""
         ind = self.indenter
         names = [t.name for t in self.terminals]
         try:
             if ind is None:
                 return parse_table_from_lark(self.lark, names, self.start)
-            from .indenter import IndentedTable
-
-            table = parse_table_from_lark(self.lark, names, self.start, postlexed=(ind.indent, ind.dedent))
-            return IndentedTable(table, ind, names)
+            ind.check_terminals(names)
+            return parse_table_from_lark(self.lark, names, self.start, postlexed=ind.made_terminals())
         except GrammarError as exc:
             if exc.source is not None:
                 raise
@@ -161,7 +159,7 @@ class Grammar:
         from .lexer import build_lexer
 
         try:
-            lexer = build_lexer(self.terminals, max_states=max_states, indenter=self.indenter)
+            lexer = build_lexer(self.terminals, max_states=max_states, postlexer=self.indenter)
         except UnsupportedRegexError as exc:
             spec = self._spec(exc.terminal)
             line = self._terminal_line(exc.terminal)

@@ -3,9 +3,9 @@
 Lark's indenter turns each newline lexeme into ``_NL`` plus ``_INDENT``/``_DEDENT`` tokens by
 comparing its indentation column (spaces + tab_len * tabs after its last ``\\n``) with a stack
 of open levels, and drops newlines inside brackets. Here the lexer tells the column apart: the
-newline terminal is split into one copy per column (:func:`split_columns`, a counter folded
-into the DFA), and the parser runs on an :class:`IndentedTable`, whose stacks also carry the
-bracket depth and the indentation levels.
+newline terminal is split into one copy per column (:meth:`Indenter.refine_lexer`, a counter
+folded into the DFA; :class:`ColumnMap` maps the split states back), and the parser runs as an
+:class:`IndentedParser`, whose stacks also carry the bracket depth and the indentation levels.
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .codes import ANY_COLUMN, DEAD, DEPENDS, REJECTED
 from .errors import GrammarError
-from .parser import DEPENDS, Frame, Known, ParseTable
-
-DEAD = -1
-ANY_COLUMN = -10  # pseudo-terminal: "a newline at some column" (lexer states that can still make every column)
+from .lexer import LexerDFA, TerminalSpec, minimize_classes, risky_states
+from .parser import LalrParser
+from .postlexer import Postlexer
+from .stack import FRAME_BYTES, Frame, Known
 
 
 @dataclass(frozen=True)
-class Indenter:
+class Indenter(Postlexer):
     """Which terminals the indenter reads and makes (Lark's ``Indenter`` attributes).
 
     ``max_column``: indentation columns the engine tells apart. A newline at bracket depth 0
@@ -55,6 +56,37 @@ class Indenter:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def made_terminals(self) -> tuple[str, ...]:
+        return (self.indent, self.dedent)
+
+    def check_terminals(self, names: list[str]) -> None:
+        """GrammarError unless the grammar lexes the newline and bracket terminals the indenter reads."""
+        for n in (self.nl, *self.open, *self.close):
+            if n not in names:
+                raise GrammarError(
+                    f"the indenter needs terminal {n} but the grammar has no terminal of that name",
+                    symbol=n,
+                    kind="indenter",
+                )
+
+    def refine_lexer(self, delta, accept, accept_next, terminals):
+        """Fold the column counter into the DFA (:func:`split_columns`); the newline terminal
+        gets one copy per column, after the other terminals."""
+        nl = next((i for i, t in enumerate(terminals) if t.name == self.nl), None)
+        if nl is None or terminals[nl].ignored:
+            raise GrammarError(
+                f"the indenter's newline terminal {self.nl} is not a terminal of the grammar"
+                + (" (it is %ignore'd)" if nl is not None else "")
+            )
+        delta, accept, accept_next = split_columns(delta, accept, accept_next, nl, len(terminals), self)
+        return delta, accept, accept_next, tuple(terminals) + column_terminals(terminals, nl, self)
+
+    def lexer_view(self, dfa: LexerDFA) -> ColumnMap:
+        return ColumnMap.of(dfa, self.tab_len)
+
+    def parser(self, lalr: LalrParser, terminal_names: list[str]) -> IndentedParser:
+        return IndentedParser(lalr, self, terminal_names)
+
 
 # ------------------------------------------------------------------ lexer side
 
@@ -66,10 +98,8 @@ def split_columns(delta, accept, accept_next, nl: int, num_terms: int, ind: Inde
     ``max_column`` for "no ``\\n`` yet, or too deep". States where the count cannot matter
     merge again when the caller minimizes.
     """
-    from .lexer import _column_steps
-
     k = ind.max_column
-    step = _column_steps(k, ind.tab_len)
+    step = column_steps(k, ind.tab_len)
     # all reachable (state, counter) pairs, breadth first from (start, no newline yet)
     index = {(0, k): 0}
     pairs = [(0, k)]
@@ -101,16 +131,93 @@ def split_columns(delta, accept, accept_next, nl: int, num_terms: int, ind: Inde
     return rows, acc.astype(np.int32), acc_next.astype(np.int32)
 
 
-def column_terminals(terminals: list, nl: int, ind: Indenter) -> list:
+def column_terminals(terminals, nl: int, ind: Indenter) -> tuple[TerminalSpec, ...]:
     """The newline terminal's copies, one per column (the last: no newline yet, or too deep)."""
-    return [dataclasses.replace(terminals[nl], column=c) for c in range(ind.max_column + 1)]
+    return tuple(dataclasses.replace(terminals[nl], column=c) for c in range(ind.max_column + 1))
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnMap:
+    """For a lexer whose newline terminal is split by indentation column (an indenter).
+
+    The same DFA with the counter forgotten (``base``), and how the column-split states map
+    to (base state, column) and back: token walks run once on the base DFA and are then
+    specialised to each column (``TokenTransducer``). Made by :meth:`Indenter.lexer_view`.
+    """
+
+    base_delta: np.ndarray  # int32[B, 256]
+    base_accept_next: np.ndarray  # int32[B, 256], the newline as its base terminal
+    base_risky: np.ndarray  # bool[B]
+    state_base: np.ndarray  # int64[Q]: base state of each state
+    state_column: np.ndarray  # int64[Q]: a column the state holds (any, where it does not matter)
+    state_of: np.ndarray  # int64[B, K + 1]: state for (base state, column), -1 if unreachable
+    nl: int  # base terminal id of the newline
+    first: int  # terminal id of column 0; column K (= max_column) means none or too deep
+    max_column: int
+    tab_len: int
+
+    @classmethod
+    def of(cls, lexer: LexerDFA, tab: int) -> ColumnMap:
+        terms = lexer.terminals
+        first = next(i for i, t in enumerate(terms) if t.column is not None)
+        k = len(terms) - 1 - first
+        nl = next(i for i, t in enumerate(terms) if t.name == terms[first].name and t.column is None)
+        copies = lambda a: np.where(a >= first, nl, a)  # noqa: E731
+        delta, acc_next = lexer.delta, lexer.accept_next
+        _, cols, inv = np.unique(np.concatenate([delta, acc_next]).T, axis=0, return_index=True, return_inverse=True)
+        t, _, n, labels = minimize_classes(delta[:, cols], copies(lexer.accept), copies(acc_next)[:, cols])
+        inv = inv.reshape(-1)
+        base_delta, base_next = t[:, inv], n[:, inv]
+        q = delta.shape[0]
+        state_of = np.full((len(base_delta), k + 1), -1, dtype=np.int64)
+        state_column = np.full(q, -1, dtype=np.int64)
+        step = column_steps(k, tab)
+        seen = np.zeros((q, k + 1), dtype=bool)
+        seen[0, k] = True
+        fs, fc = np.array([0]), np.array([k])
+        while len(fs):
+            state_of[labels[fs], fc] = fs
+            unset = state_column[fs] < 0
+            state_column[fs[unset]] = fc[unset]
+            i, b = np.nonzero(delta[fs] != DEAD)
+            ns, nc = delta[fs[i], b].astype(np.int64), step[b, fc[i]]
+            new = ~seen[ns, nc]
+            ns, nc = ns[new], nc[new]
+            keys = np.unique(ns * (k + 1) + nc)
+            fs, fc = keys // (k + 1), keys % (k + 1)
+            seen[fs, fc] = True
+        return cls(
+            base_delta.astype(np.int32),
+            base_next.astype(np.int32),
+            risky_states(base_delta, base_next),
+            labels.astype(np.int64),
+            state_column,
+            state_of,
+            nl,
+            first,
+            k,
+            tab,
+        )
+
+
+
+def column_steps(k: int, tab: int) -> np.ndarray:
+    """int64[256, k + 1]: the indentation counter after a byte (k: no newline yet, or too deep)."""
+    cols = np.arange(k + 1)
+    step = np.tile(cols, (256, 1))
+    step[ord("\n")] = 0
+    step[ord(" ")] = np.where(cols < k, np.minimum(cols + 1, k), k)
+    step[ord("\t")] = np.where(cols < k, np.minimum(cols + tab, k), k)
+    return step
+
+
 
 
 # ------------------------------------------------------------------ parser side
 
 
 class IndentedStack(NamedTuple):
-    """A stack of :class:`IndentedTable`: bracket depth, open indentation levels (ascending,
+    """A stack of :class:`IndentedParser`: bracket depth, open indentation levels (ascending,
     0 first; fewer than ``max_column`` + 1 of them), and the LALR stack (shared frames)."""
 
     brackets: int
@@ -127,34 +234,29 @@ def _stack(brackets: int, levels: tuple[int, ...], lalr: Frame) -> IndentedStack
     return tuple.__new__(IndentedStack, (brackets, levels, lalr))
 
 
-class IndentedTable:
-    """The LALR table behind Lark's indenter: same interface as :class:`ParseTable`.
+class IndentedParser:
+    """The LALR parser behind Lark's indenter: same interface as :class:`~greatgramma.parser.LalrParser`.
 
     A live stack is an :class:`IndentedStack`. A known segment (:meth:`feed_known`) is
     ``(~bracket depth, top LALR states...)``: the levels stay below, so a newline at a column
     depends on them, while brackets and newlines inside brackets are decided on the segment.
     """
 
-    def __init__(self, table: ParseTable, ind: Indenter, names: list[str]):
+    def __init__(self, table: LalrParser, ind: Indenter, names: list[str]):
+        ind.check_terminals(names)
         index = {n: i for i, n in enumerate(names)}
-        for n in (ind.nl, *ind.open, *ind.close):
-            if n not in index:
-                raise GrammarError(
-                    f"the indenter needs terminal {n} but the grammar has no terminal of that name",
-                    symbol=n,
-                    kind="indenter",
-                )
         self.table = table
         self.indenter = ind
         self.nl = index[ind.nl]
         self.first_column = len(names)  # lexer terminal ids of the newline copies
         self.bad_column = len(names) + ind.max_column
-        self.indent, self.dedent = table.declared[ind.indent], table.declared[ind.dedent]
+        declared = table.table.declared
+        self.indent, self.dedent = declared[ind.indent], declared[ind.dedent]
         self.opens = frozenset(index[n] for n in ind.open)
         self.closes = frozenset(index[n] for n in ind.close)
         self.special = self.opens | self.closes | set(range(self.first_column, self.bad_column + 1)) | {ANY_COLUMN}
         self.start_state, self.end_state = table.start_state, table.end_state
-        self.num_states, self.nonterminals = table.num_states, table.nonterminals
+        self.num_states = table.num_states
         self.end = self.bad_column + 1
         self._initial = _stack(0, (0,), table.initial_stack())
 
@@ -205,7 +307,7 @@ class IndentedTable:
         return None if lalr is None else _stack(0, levels, lalr)
 
     def cut(self, stack: IndentedStack, depth: int) -> tuple[tuple, Known]:
-        """(below, known) as :meth:`ParseTable.cut`; the known part keeps the bracket depth (so
+        """(below, known) as :meth:`LalrParser.cut`; the known part keeps the bracket depth (so
         brackets and newlines inside brackets are decided there), the levels stay below."""
         below, known = self.table.cut(stack.lalr, depth)
         return (stack.levels, below), (~stack.brackets,) + known
@@ -215,13 +317,13 @@ class IndentedTable:
         return _stack(~known[0], levels, self.table.join(lalr, known[1:]))
 
     def recut(self, below: tuple, known: Known, depth: int) -> tuple[tuple, Known]:
-        """:meth:`ParseTable.recut` with the bracket depth and levels carried along."""
+        """:meth:`LalrParser.recut` with the bracket depth and levels carried along."""
         levels, lalr = below
         lalr, top = self.table.recut(lalr, known[1:], depth)
         return (levels, lalr), known[:1] + top
 
     def feed_on(self, below: tuple, known: Known, term: int) -> tuple[tuple, Known] | None:
-        """:meth:`ParseTable.feed_on`; brackets and newlines go through :meth:`feed`."""
+        """:meth:`LalrParser.feed_on`; brackets and newlines go through :meth:`feed`."""
         if term not in self.special:
             got = self.table.feed_on(below[1], known[1:], term)
             return None if got is None else ((below[0], got[0]), known[:1] + got[1])
@@ -240,7 +342,7 @@ class IndentedTable:
         return known[:1] + below + known[1:]
 
     def feed_known(self, known: Known, term: int):
-        """:meth:`ParseTable.feed_known` on ``(~bracket depth, top LALR states...)``.
+        """:meth:`LalrParser.feed_known` on ``(~bracket depth, top LALR states...)``.
 
         A newline at a given column needs the indentation levels, which lie below: DEPENDS,
         unless inside brackets (then it is dropped).
@@ -248,18 +350,18 @@ class IndentedTable:
         table = self.table
         if term not in self.special:
             r = table.feed_known(known[1:], term)
-            return r if r is DEPENDS or r is False else known[:1] + r
+            return r if r is DEPENDS or r is REJECTED else known[:1] + r
         depth = ~known[0]
         if term in self.opens or term in self.closes:
             depth = self._bracket(depth, term)
-            r = False if depth is None else table.feed_known(known[1:], term)
-            return r if r is DEPENDS or r is False else (~depth,) + r
+            r = REJECTED if depth is None else table.feed_known(known[1:], term)
+            return r if r is DEPENDS or r is REJECTED else (~depth,) + r
         if depth > 0:
             return known
         if term == ANY_COLUMN:
             r = table.feed_known(known[1:], self.nl)
-            return r if r is DEPENDS or r is False else known
-        return False if term == self.bad_column else DEPENDS
+            return r if r is DEPENDS or r is REJECTED else known
+        return REJECTED if term == self.bad_column else DEPENDS
 
     def accepts_end(self, stack: IndentedStack) -> bool:
         lalr: Frame | None = stack.lalr
@@ -273,3 +375,8 @@ class IndentedTable:
         """Terminal ids (newline copies by column) the parser would accept next, and ``end``."""
         out = [t for t in range(self.bad_column + 1) if t != self.nl and self.feed(stack, t) is not None]
         return out + ([self.end] if self.accepts_end(stack) else [])
+
+    @staticmethod
+    def stack_bytes(stack: IndentedStack) -> int:
+        """What a cache entry keyed by ``stack`` is charged for it (see :meth:`LalrParser.stack_bytes`)."""
+        return FRAME_BYTES * stack.lalr.depth + 8 * len(stack.levels) + 200

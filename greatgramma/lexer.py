@@ -1,28 +1,23 @@
 """The grammar's terminals as one minimal byte-level DFA whose accepting states name the winning terminal.
 
-Paper section 3.1: the lexing automaton. The lexing transducer that runs on it is
-:meth:`LexerDFA.feed`: maximal munch. When a byte has no live transition, the lexeme ends
-where it last could end (with one byte of lookahead for guards such as ``(?!"")``) and the
-bytes after that point are lexed again from ``start``, as Python's ``re`` does inside Lark.
-
-Backtracking is bounded: the engine remembers the last accepting point (a *fallback*) only
-while the lexeme can still die on valid UTF-8 before it can end again (``risky`` states), so
-the bytes since that point stay short. A lexer state is then either a DFA state ``q < Q`` or
-an *extended* state ``Q + e``: DFA state, fallback terminal and the pending bytes after it.
+Paper section 3.1: the lexing automaton (preprocessing). Each terminal's regex becomes a byte
+NFA (:mod:`greatgramma.regex`), then a DFA over classes of alike bytes; their product, with
+ties broken as Lark's basic lexer breaks them, is minimized. ``risky`` marks the states where
+a lexeme can still die on valid UTF-8 before it can end again: there the lexing transducer
+(:mod:`greatgramma.lexing`) has to remember where it could back up to.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import GrammarError, ResourceLimitError, UnsupportedRegexError
+from .codes import DEAD
+from .postlexer import Postlexer
 from .regex import ByteNFA, compile_regex
-
-DEAD = -1
 
 
 @dataclass(frozen=True)
@@ -75,8 +70,8 @@ _UTF8_NEXT[7, 0x80:0x90] = 2
 class LexerDFA:
     """Minimal DFA over bytes for the union of all terminals; state 0 is the start.
 
-    The backtracking tables (``risky``, extended states) are derived from the arrays on
-    construction, so a lexer read back from an artifact has them too.
+    A table, as compiled: the lexing transducer that runs it (and the backing-up states it
+    meets) is :class:`greatgramma.lexing.LexingTransducer`.
     """
 
     delta: np.ndarray  # int32[Q, 256], DEAD where no live transition
@@ -84,228 +79,21 @@ class LexerDFA:
     prod: np.ndarray  # bool[Q, T], terminals whose lexeme can still be completed from the state
     terminals: tuple[TerminalSpec, ...]
     accept_next: np.ndarray  # int32[Q, 256], terminal the lexeme ends as when byte b follows (lookahead)
-    tab_len: int = 8  # indenter: columns a tab counts for (see ColumnMap)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "num_states", int(self.delta.shape[0]))  # DFA states; extended ones come after
-        object.__setattr__(self, "risky", _risky_states(self.delta, self.accept_next))
-        object.__setattr__(self, "_ext", [])  # extended states: (DFA state, fallback terminal, pending bytes)
-        object.__setattr__(self, "_ext_index", {})
-        object.__setattr__(self, "_relex", {})
-        object.__setattr__(self, "_ext_by_relex", {})
-        object.__setattr__(self, "_lock", threading.Lock())
-        split = bool(self.terminals) and self.terminals[-1].column is not None  # no terminals: only "" lexes
-        object.__setattr__(self, "columns", ColumnMap.of(self) if split else None)
+    risky: np.ndarray  # bool[Q], the lexeme can die on valid UTF-8 before it can end again (:func:`risky_states`)
 
     @property
-    def num_lexer_states(self) -> int:
-        """DFA states plus the extended (fallback-carrying) states met so far."""
-        return self.num_states + len(self._ext)
+    def num_states(self) -> int:
+        return int(self.delta.shape[0])
 
-    def base(self, state: int) -> int:
-        """The DFA state of a lexer state."""
-        return state if state < self.num_states else self._ext[state - self.num_states][0]
-
-    def fallback(self, state: int) -> tuple[int, bytes]:
-        """(terminal the lexeme backs up to, bytes after that point), or (DEAD, b"")."""
-        if state < self.num_states:
-            return DEAD, b""
-        _, term, pending = self._ext[state - self.num_states]
-        return term, pending
-
-    def extended(self, q: int, term: int, pending: bytes) -> int:
-        """The lexer state for DFA state q with a fallback (q itself when it needs none).
-
-        Extended states are numbered as they are met, one per (q, fallback terminal, what the
-        pending bytes lex to from the start): pending bytes that lex alike behave alike. A
-        fallback more than MAX_BACKTRACK bytes back is forgotten (a stated limit).
-        """
-        if term == DEAD or not self.risky[q] or len(pending) > MAX_BACKTRACK:
-            return q
-        key = (q, term, pending)
-        got = self._ext_index.get(key)
-        if got is None:
-            ran = self.feed(0, pending)  # outside the lock: it may make shorter extended states
-            relex = (tuple(ran[0]), ran[1]) if ran else ((), DEAD)
-            with self._lock:
-                got = self._ext_index.get(key)
-                if got is None:
-                    canon = (q, term, relex)
-                    got = self._ext_by_relex.get(canon)
-                    if got is None:
-                        got = self._ext_by_relex[canon] = self.num_states + len(self._ext)
-                        self._ext.append(key)
-                        self._relex[got] = relex
-                    self._ext_index[key] = got
-        return got
-
-    def extended_keys(self) -> list[tuple[int, int, bytes]]:
-        """The extended states met so far as (DFA state, fallback terminal, pending bytes), in id
-        order: state ``num_states + i`` is key i. Tables that name extended states (a saved
-        transducer) need these to mean the same thing elsewhere (:meth:`restore_extended`)."""
-        with self._lock:
-            return list(self._ext)
-
-    def restore_extended(self, keys: list[tuple[int, int, bytes]]) -> None:
-        """Recreate the extended states of another lexer with the same tables, from its
-        :meth:`extended_keys`: replaying :meth:`extended` in order must give key i the id
-        ``num_states + i``. Raises ValueError naming the first key that is malformed or gets
-        another id (the keys do not belong to these tables)."""
-        for i, key in enumerate(keys):
-            self._check_extended_key(i, key)
-            got = self.extended(*key)
-            if got != self.num_states + i:
-                raise ValueError(
-                    f"extended state {i} {key!r} replays as lexer state {got}, not {self.num_states + i}: "
-                    "the extended states do not belong to this lexer"
-                )
-
-    def _check_extended_key(self, i: int, key: object) -> None:
-        """ValueError unless ``key`` is a well-formed (DFA state, terminal, pending bytes) triple."""
-        ok = (
-            isinstance(key, tuple)
-            and len(key) == 3
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in key[:2])
-            and isinstance(key[2], bytes)
-        )
-        if not ok:
-            raise ValueError(f"extended state {i}: (DFA state, terminal, pending bytes) expected, got {key!r}")
-        q, term, pending = key
-        if not (0 <= q < self.num_states and 0 <= term < len(self.terminals) and len(pending) <= MAX_BACKTRACK):
-            raise ValueError(
-                f"extended state {i} {key!r} is out of range ({self.num_states} DFA states, "
-                f"{len(self.terminals)} terminals, at most {MAX_BACKTRACK} pending bytes)"
-            )
-
-    def relexed(self, state: int) -> tuple[tuple[int, ...], int]:
-        """For an extended state: what backing up does (terminals emitted after the fallback
-        terminal when its pending bytes are lexed again, and the state they end in; DEAD if
-        they die)."""
-        return self._relex[state]
-
-    def feed(self, state: int, data: bytes) -> tuple[list[int], int] | None:
-        """Run the lexing transducer: (terminals emitted, end state), or None at a dead end."""
-        delta, accept_next, risky = self.delta, self.accept_next, self.risky
-        q = self.base(state)
-        fb, pending = self.fallback(state)
-        out: list[int] = []
-        i = 0
-        while i < len(data):
-            b = data[i]
-            nxt, here = int(delta[q, b]), int(accept_next[q, b])
-            if nxt != DEAD:
-                if here != DEAD:
-                    fb, pending = here, b""
-                if fb != DEAD:
-                    if risky[nxt]:
-                        pending += data[i : i + 1]
-                    else:
-                        fb, pending = DEAD, b""
-                q = nxt
-                i += 1
-            elif here != DEAD:  # the lexeme ends before b; b starts the next one
-                out.append(here)
-                q, fb, pending = 0, DEAD, b""
-                if delta[0, b] == DEAD:
-                    return None
-            elif fb != DEAD:  # back up to the last accepting point and lex the rest again
-                out.append(fb)
-                data, i = pending + data[i:], 0
-                q, fb, pending = 0, DEAD, b""
-            else:
-                return None
-        return out, self.extended(q, fb, pending)
-
-    def finish(self, state: int) -> list[int] | None:
-        """Terminals emitted at the end of input from ``state`` (backing up if needed), or None."""
-        q = self.base(state)
-        if q == 0:
-            return []
-        if self.accept[q] != DEAD:
-            return [int(self.accept[q])]
-        fb, pending = self.fallback(state)
-        if fb == DEAD:
-            return None
-        ran = self.feed(0, pending)
-        if ran is None:
-            return None
-        rest = self.finish(ran[1])
-        return None if rest is None else [fb, *ran[0], *rest]
-
-
-@dataclass(frozen=True, eq=False)
-class ColumnMap:
-    """For a lexer whose newline terminal is split by indentation column (an indenter).
-
-    The same DFA with the counter forgotten (``base``), and how the column-split states map
-    to (base state, column) and back: token walks run once on the base DFA and are then
-    specialised to each column (``TokenTransducer``).
-    """
-
-    base_delta: np.ndarray  # int32[B, 256]
-    base_accept_next: np.ndarray  # int32[B, 256], the newline as its base terminal
-    base_risky: np.ndarray  # bool[B]
-    state_base: np.ndarray  # int64[Q]: base state of each state
-    state_column: np.ndarray  # int64[Q]: a column the state holds (any, where it does not matter)
-    state_of: np.ndarray  # int64[B, K + 1]: state for (base state, column), -1 if unreachable
-    nl: int  # base terminal id of the newline
-    first: int  # terminal id of column 0; column K (= max_column) means none or too deep
-    max_column: int
-    tab_len: int
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of the table (the terminals go in the header; ``risky`` is derived)."""
+        return {"delta": self.delta, "accept": self.accept, "prod": self.prod, "accept_next": self.accept_next}
 
     @classmethod
-    def of(cls, lexer: "LexerDFA") -> "ColumnMap":
-        terms = lexer.terminals
-        first = next(i for i, t in enumerate(terms) if t.column is not None)
-        k = len(terms) - 1 - first
-        nl = next(i for i, t in enumerate(terms) if t.name == terms[first].name and t.column is None)
-        copies = lambda a: np.where(a >= first, nl, a)  # noqa: E731
-        delta, acc_next = lexer.delta, lexer.accept_next
-        _, cols, inv = np.unique(np.concatenate([delta, acc_next]).T, axis=0, return_index=True, return_inverse=True)
-        t, _, n, labels = _minimize_classes(delta[:, cols], copies(lexer.accept), copies(acc_next)[:, cols])
-        inv = inv.reshape(-1)
-        base_delta, base_next = t[:, inv], n[:, inv]
-        tab = lexer.tab_len
-        q = delta.shape[0]
-        state_of = np.full((len(base_delta), k + 1), -1, dtype=np.int64)
-        state_column = np.full(q, -1, dtype=np.int64)
-        step = _column_steps(k, tab)
-        seen = np.zeros((q, k + 1), dtype=bool)
-        seen[0, k] = True
-        fs, fc = np.array([0]), np.array([k])
-        while len(fs):
-            state_of[labels[fs], fc] = fs
-            unset = state_column[fs] < 0
-            state_column[fs[unset]] = fc[unset]
-            i, b = np.nonzero(delta[fs] != DEAD)
-            ns, nc = delta[fs[i], b].astype(np.int64), step[b, fc[i]]
-            new = ~seen[ns, nc]
-            ns, nc = ns[new], nc[new]
-            keys = np.unique(ns * (k + 1) + nc)
-            fs, fc = keys // (k + 1), keys % (k + 1)
-            seen[fs, fc] = True
-        return cls(
-            base_delta.astype(np.int32),
-            base_next.astype(np.int32),
-            _risky_states(base_delta, base_next),
-            labels.astype(np.int64),
-            state_column,
-            state_of,
-            nl,
-            first,
-            k,
-            tab,
-        )
-
-
-def _column_steps(k: int, tab: int) -> np.ndarray:
-    """int64[256, k + 1]: the indentation counter after a byte (k: no newline yet, or too deep)."""
-    cols = np.arange(k + 1)
-    step = np.tile(cols, (256, 1))
-    step[ord("\n")] = 0
-    step[ord(" ")] = np.where(cols < k, np.minimum(cols + 1, k), k)
-    step[ord("\t")] = np.where(cols < k, np.minimum(cols + tab, k), k)
-    return step
+    def from_arrays(cls, arrays: dict[str, np.ndarray], terminals: tuple[TerminalSpec, ...]) -> LexerDFA:
+        """Inverse of :meth:`to_arrays`."""
+        delta, accept_next = arrays["delta"], arrays["accept_next"]
+        return cls(delta, arrays["accept"], arrays["prod"], terminals, accept_next, risky_states(delta, accept_next))
 
 
 def _utf8_valid(delta: np.ndarray) -> np.ndarray:
@@ -332,7 +120,7 @@ def _utf8_valid(delta: np.ndarray) -> np.ndarray:
     return valid
 
 
-def _risky_states(delta: np.ndarray, accept_next: np.ndarray) -> np.ndarray:
+def risky_states(delta: np.ndarray, accept_next: np.ndarray) -> np.ndarray:
     """bool[Q]: a lexeme in this state can die on valid UTF-8 before it can end again."""
     go = _utf8_valid(delta) & (accept_next == DEAD)
     dies = (go & (delta == DEAD)).any(axis=1)
@@ -620,10 +408,10 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
 def _minimize(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
     """Moore partition refinement, keeping state 0 as the start (over classes of alike columns)."""
     if trans.shape[1] != accept_next.shape[1]:
-        return _minimize_classes(trans, accept, accept_next)[:3]
+        return minimize_classes(trans, accept, accept_next)[:3]
     _, cols, inv = np.unique(np.concatenate([trans, accept_next]).T, axis=0, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
-    t, a, n, _ = _minimize_classes(trans[:, cols], accept, accept_next[:, cols])
+    t, a, n, _ = minimize_classes(trans[:, cols], accept, accept_next[:, cols])
     return t[:, inv], a, n[:, inv]
 
 
@@ -640,7 +428,7 @@ def _row_labels(mat: np.ndarray) -> np.ndarray:
     return labels
 
 
-def _minimize_classes(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
+def minimize_classes(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
     labels = _row_labels(np.concatenate([accept[:, None], accept_next], axis=1))
     n = labels.max() + 1
     while True:
@@ -687,11 +475,11 @@ def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int) -> np
         prod = new
 
 
-def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000, indenter=None) -> LexerDFA:
+def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000, postlexer: Postlexer | None = None) -> LexerDFA:
     """Compile all terminals into one minimal byte DFA (ties broken as Lark's basic lexer breaks them).
 
-    With an ``indenter`` the newline terminal is split by indentation column
-    (:func:`greatgramma.indenter.split_columns`).
+    A ``postlexer`` may refine the DFA for what it needs to tell apart (the indenter splits the
+    newline terminal by indentation column: :meth:`greatgramma.indenter.Indenter.refine_lexer`).
     """
     nfas = [compile_regex(t.name, t.pattern) for t in terminals]
     class_of_byte, parts = _byte_classes(nfas)
@@ -744,18 +532,10 @@ def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000, inde
         np.array(rows, dtype=np.int32), np.array(accept, dtype=np.int32), np.array(accept_next, dtype=np.int32)
     )
     delta = trans[:, class_of_byte]
-    terminals = list(terminals)
-    if indenter is not None:
-        from .indenter import column_terminals, split_columns
-
-        nl = next((i for i, t in enumerate(terminals) if t.name == indenter.nl), None)
-        if nl is None or terminals[nl].ignored:
-            raise GrammarError(
-                f"the indenter's newline terminal {indenter.nl} is not a terminal of the grammar"
-                + (" (it is %ignore'd)" if nl is not None else "")
-            )
-        delta, acc, acc_next = _minimize(*split_columns(delta, acc, acc_next, nl, len(terminals), indenter))
-        terminals += column_terminals(terminals, nl, indenter)
+    terminals = tuple(terminals)
+    if postlexer is not None:
+        delta, acc, acc_next, terminals = postlexer.refine_lexer(delta, acc, acc_next, terminals)
+        delta, acc, acc_next = _minimize(delta, acc, acc_next)
     prod = _producible(delta, acc, len(terminals))
-    tab_len = indenter.tab_len if indenter is not None else 8
-    return LexerDFA(np.ascontiguousarray(delta), acc, prod, tuple(terminals), acc_next, tab_len)
+    delta = np.ascontiguousarray(delta)
+    return LexerDFA(delta, acc, prod, terminals, acc_next, risky_states(delta, acc_next))

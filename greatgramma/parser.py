@@ -1,168 +1,40 @@
-"""Lark's LALR(1) table in integer form, and the stack machine that runs terminals through it.
+"""The LALR(1) stack machine: runs terminals through a :class:`ParseTable` on live stacks and on known top segments.
 
-A live stack is a chain of :class:`Frame` objects (a persistent stack: pushing makes one frame
-over the old stack, which stays valid and shared), so a step costs the same at any depth. Besides
-the exact run on a live stack, :meth:`ParseTable.feed_known` runs on a *known top segment* (a
-tuple of states) and reports when the answer depends on what lies below it (paper section 3.3:
-always-accepted vs context-dependent).
+A live stack is a chain of :class:`~greatgramma.stack.Frame` objects, so a step costs the same
+at any depth. Besides the exact run on a live stack, :meth:`LalrParser.feed_known` runs on a
+*known top segment* (a tuple of states) and reports when the answer depends on what lies below
+it (paper section 3.3: always-accepted vs context-dependent). The parser owns its memos (unit
+rule chains, outcomes per top segment); the table stays as compiled.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from .cache import BoundedCache
+from .codes import DEPENDS, ERROR, REDUCE, REJECTED
+from .parse_table import ParseTable
+from .stack import FRAME_BYTES, MEMO_ENTRIES, SEGMENT, Frame, Known, Stack
 
-import numpy as np
-from lark.parsers.lalr_analysis import Shift
-
-from .errors import GrammarError
-
-ERROR = -1
-DEPENDS = None  # sentinel: the run popped below the known part of the stack
-Known = tuple[int, ...]  # the top segment of a stack, bottom first
-FRAME_BYTES = 256  # memory of one frame (object, hash and depth ints, top segment), for the caches' bounds
-MEMO_ENTRIES = 32  # outcomes of deep reductions remembered per frame (then it starts over)
-SEGMENT = 8  # top states a live feed is memoized on (deeper reductions: the frames' memos)
-UNIT_MEMO_BYTES = 8 << 20  # a table's memo of unit-rule chains
-SEGMENT_MEMO_BYTES = 16 << 20  # a table's memo of feeds on top segments
+UNIT_MEMO_BYTES = 8 << 20  # a parser's memo of unit-rule chains
+SEGMENT_MEMO_BYTES = 16 << 20  # a parser's memo of feeds on top segments
 _MISSING = object()
 
 
-class BoundedMemo(dict):
-    """A dict bounded by bytes (and entries): each entry is charged an estimate as it goes in
-    (or grows), and past ``budget`` the memo starts over. A hit is a plain dict lookup; races
-    only blur the count (threads may add at once), never an answer."""
+class LalrParser:
+    """Runs a :class:`ParseTable`; one per masker, safe to share between threads."""
 
-    __slots__ = ("budget", "max_entries", "nbytes")
-
-    def __init__(self, budget: int, max_entries: int = 1 << 62) -> None:
-        super().__init__()
-        self.budget, self.max_entries, self.nbytes = budget, max_entries, 0
-
-    def add(self, key, value, nbytes: int):
-        """Store ``value`` (unless ``key`` is in: then keep that one) and return what is stored."""
-        if self.nbytes + nbytes > self.budget or len(self) >= self.max_entries:
-            self.clear()
-        self.nbytes += nbytes
-        return self.setdefault(key, value)
-
-    def charge(self, nbytes: int) -> None:
-        """An entry grew by about ``nbytes`` (a memo row got one more answer)."""
-        self.nbytes += nbytes
-
-    def clear(self) -> None:
-        super().clear()
-        self.nbytes = 0
-
-
-class Frame:
-    """A parser state over the stack below it (``parent``; None at the bottom): a persistent stack.
-
-    ``hash`` is computed once, from the parent's. Two frames are equal when their stacks hold the
-    same states: the same object, or the same hash and depth and the same states down to a frame
-    both share. After such a walk the other stack's frames are re-linked onto this one's (an
-    equal value, so invisible), and the same walk is never made twice. ``memo`` holds outcomes of
-    reductions that pop into this frame (:meth:`ParseTable.feed`), at most ``MEMO_ENTRIES``;
-    ``segment`` is the stack's top ``SEGMENT`` states, bottom first (what most feeds depend on).
-    """
-
-    __slots__ = ("state", "parent", "depth", "hash", "memo", "segment")
-
-    def __init__(self, state: int, parent: Frame | None = None) -> None:
-        self.state = state
-        self.parent = parent
-        self.memo: dict | None = None
-        if parent is None:
-            self.depth = 1
-            self.hash = hash((state,))
-            self.segment: Known = (state,)
-        else:
-            self.depth = parent.depth + 1
-            self.hash = hash((state, parent.hash))
-            seg = parent.segment
-            self.segment = (seg[1:] if len(seg) == SEGMENT else seg) + (state,)
-
-    def __hash__(self) -> int:
-        return self.hash
-
-    def __len__(self) -> int:
-        return self.depth
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if type(other) is not Frame or other.hash != self.hash or other.depth != self.depth:
-            return False
-        a, b = self, other
-        while a is not b:
-            if a.state != b.state:
-                return False
-            a, b = a.parent, b.parent
-        self._relink(other)
-        return True
-
-    def _relink(self, other: Frame) -> None:
-        """Point each frame of ``other``'s chain (equal to this one) at this chain's parent."""
-        a, b = self, other
-        while a is not b:
-            pa, pb = a.parent, b.parent
-            b.parent = pa
-            a, b = pa, pb
-
-    def states(self) -> Known:
-        """The stack's states, bottom first (walks the whole stack: for tests and messages)."""
-        out, f = [], self
-        while f is not None:
-            out.append(f.state)
-            f = f.parent
-        return tuple(reversed(out))
-
-    def __repr__(self) -> str:
-        return f"Frame(top={self.state}, depth={self.depth})"
-
-    def __reduce__(self):
-        return _frames_of, (self.states(),)  # flat: pickling a deep chain would recurse
-
-
-def _frames_of(states: Known) -> Frame:
-    """The stack of ``states`` (bottom first), as frames."""
-    frame = None
-    for state in states:
-        frame = Frame(state, frame)
-    return frame
-
-
-Stack = Frame  # a live parser stack
-
-def _reduce_code(rule: int) -> int:
-    return -2 - rule
-
-
-@dataclass(frozen=True, eq=False)
-class ParseTable:
-    """action[state][terminal]: next state (>= 0), reduce by rule r (-2 - r), or ERROR.
-
-    Terminal indices are the lexer's; index ``end`` (= number of lexer terminals) is ``$END``.
-    """
-
-    action: np.ndarray  # int32[S, T + 1]
-    goto: np.ndarray  # int32[S, N]
-    rule_lhs: np.ndarray  # int32[R]
-    rule_len: np.ndarray  # int32[R]
-    start_state: int
-    end_state: int
-    nonterminals: tuple[str, ...]
-    declared: dict[str, int] = field(default_factory=dict)  # postlexer terminals: name -> column
-
-    def __post_init__(self) -> None:
+    def __init__(self, table: ParseTable) -> None:
+        self.table = table
+        self.start_state, self.end_state = table.start_state, table.end_state
+        self.num_states, self.end = table.num_states, table.end
         # Python lists: indexing them is several times faster than numpy scalars in the hot loop.
-        object.__setattr__(self, "_action", self.action.tolist())
-        object.__setattr__(self, "_goto", self.goto.tolist())
-        object.__setattr__(self, "_lhs", self.rule_lhs.tolist())
-        object.__setattr__(self, "_len", self.rule_len.tolist())
-        object.__setattr__(self, "_units", BoundedMemo(UNIT_MEMO_BYTES))  # (below, top, term) -> top after unit rules
-        object.__setattr__(self, "_segments", BoundedMemo(SEGMENT_MEMO_BYTES))  # top segment -> term -> outcome
-        object.__setattr__(self, "_root", Frame(self.start_state))  # shared by every initial stack
-        object.__setattr__(self, "_width", self.action.shape[1])  # memo keys: state * width + terminal
+        self._action = table.action.tolist()
+        self._goto = table.goto.tolist()
+        self._lhs = table.rule_lhs.tolist()
+        self._len = table.rule_len.tolist()
+        self._units = BoundedCache(UNIT_MEMO_BYTES)  # (below, top, term) -> top after unit rules
+        self._segments = BoundedCache(SEGMENT_MEMO_BYTES)  # top segment -> term -> outcome
+        self._root = Frame(table.start_state)  # shared by every initial stack
+        self._width = table.action.shape[1]  # memo keys: state * width + terminal
 
     def initial_stack(self) -> Stack:
         return self._root
@@ -204,11 +76,11 @@ class ParseTable:
             if len(seg) > SEGMENT:
                 seg = seg[-SEGMENT:]
         got = self._segment_outcome(seg, term)
-        if got is False:
+        if got is REJECTED:
             return None
         if got is DEPENDS:
             got = self._reduce(self.join(below, known), term)
-            return None if got is False else got
+            return None if got is REJECTED else got
         pops, states = got
         if pops <= len(known):
             return below, known[: len(known) - pops] + states
@@ -226,14 +98,6 @@ class ParseTable:
         """Inverse of :meth:`cut_known`."""
         return below + known
 
-    @property
-    def end(self) -> int:
-        return self.action.shape[1] - 1
-
-    @property
-    def num_states(self) -> int:
-        return self.action.shape[0]
-
     def feed(self, stack: Stack, term: int) -> Stack | None:
         """Reduce as needed, then shift ``term``; None if the parser rejects it.
 
@@ -248,10 +112,10 @@ class ParseTable:
         got = self._segment_outcome(stack.segment, term)
         if got is DEPENDS:
             got = self._reduce(stack, term)
-            if got is False:
+            if got is REJECTED:
                 return None
             below, states = got
-        elif got is False:
+        elif got is REJECTED:
             return None
         else:
             pops, states = got
@@ -269,21 +133,21 @@ class ParseTable:
 
     def _segment_outcome(self, known: Known, term: int):
         """What ``term`` does to a stack whose top segment is ``known``, memoized: (frames
-        popped, states pushed), False (rejected), DEPENDS (it pops below the segment), or for
+        popped, states pushed), REJECTED, DEPENDS (it pops below the segment), or for
         ``$END`` whether it is accepted."""
         row = self._segments.get(known)
         if row is None:
-            row = self._segments.add(known, {}, 240 + 8 * len(known))
+            row = self._segments.put(known, {}, 240 + 8 * len(known))
         got = row.get(term, _MISSING)
         if got is _MISSING:
             got = row[term] = self._known_end(known) if term == self._width - 1 else self._known_step(known, term)
-            self._segments.charge(120 + 8 * len(known))
+            self._segments.charge(known, 120 + 8 * len(known))
         return got
 
     def _known_step(self, known: Known, term: int):
         """:meth:`feed_known` as (frames popped, states pushed): the frames it keeps are reused."""
         r = self.feed_known(known, term)
-        if r is DEPENDS or r is False:
+        if r is DEPENDS or r is REJECTED:
             return r
         keep = 0
         while keep < len(known) and keep < len(r) and known[keep] == r[keep]:
@@ -302,8 +166,8 @@ class ParseTable:
                 return True
             a = action[top][end]
             if a == ERROR or a >= 0:  # Lark never shifts $END
-                return False
-            r = -2 - a
+                return REJECTED
+            r = REDUCE - a
             n = rlen[r]
             if n >= len(k):
                 return DEPENDS
@@ -313,7 +177,7 @@ class ParseTable:
 
     def _reduce(self, stack: Stack, term: int):
         """The reductions ``term`` triggers on ``stack``, then its shift: the stack after it as
-        (frame, states pushed on that frame); False if ``term`` is rejected, True if it is
+        (frame, states pushed on that frame); REJECTED if ``term`` is rejected, True if it is
         ``$END`` and accepted.
 
         Memoized on frames: whenever the stack is one state s over an existing frame P, the
@@ -332,7 +196,7 @@ class ParseTable:
                 memo = base.memo
                 got = None if memo is None else memo.get(key)
                 if got is not None:
-                    out = got if got is True or got is False else (base if got[0] is None else got[0], got[1])
+                    out = got if got is True or got is REJECTED else (base if got[0] is None else got[0], got[1])
                     break
                 seen.append((base, key))
             top = above[-1]
@@ -345,9 +209,9 @@ class ParseTable:
                 out = (base, tuple(above))
                 break
             if a == ERROR:
-                out = False
+                out = REJECTED
                 break
-            r = -2 - a
+            r = REDUCE - a
             n = rlen[r]
             if n == 1 and accept < 0:  # a chain of unit rules swaps the top state: memoized on (below, top, term)
                 k = (above[-2] if len(above) > 1 else base.state, top, term)
@@ -378,22 +242,22 @@ class ParseTable:
                 memo.clear()
             memo[key] = (None, out[1]) if type(out) is tuple and out[0] is frame else out
 
-    def feed_known(self, known: Known, term: int) -> Known | None | bool:
+    def feed_known(self, known: Known, term: int) -> Known | None | bool:  # DEPENDS / REJECTED
         """Like :meth:`feed` on a stack whose only known part is ``known`` (its top segment).
 
-        Returns the new known segment, ``False`` if rejected whatever lies below, or ``DEPENDS``
-        (None) if a reduction pops below the known part.
+        Returns the new known segment, ``REJECTED`` if rejected whatever lies below, or
+        ``DEPENDS`` if a reduction pops below the known part (see :mod:`greatgramma.codes`).
         """
         action, goto, lhs, rlen = self._action, self._goto, self._lhs, self._len
         a = action[known[-1]][term]
         if a >= 0:
             return known + (a,)
         if a == ERROR:
-            return False
+            return REJECTED
         k = list(known)
         units = self._units
         while True:
-            r = -2 - a
+            r = REDUCE - a
             n = rlen[r]
             if n >= len(k):
                 return DEPENDS
@@ -410,7 +274,7 @@ class ParseTable:
                 k.append(a)
                 return tuple(k)
             if a == ERROR:
-                return False
+                return REJECTED
 
     def _unit_chain(self, key: tuple[int, int, int]) -> int:
         """The top state after reducing by unit rules while ``term`` asks for one, from ``top``
@@ -419,10 +283,10 @@ class ParseTable:
         action, goto, lhs, rlen = self._action, self._goto, self._lhs, self._len
         while True:
             a = action[top][term]
-            if a >= ERROR or rlen[-2 - a] != 1:
+            if a >= ERROR or rlen[REDUCE - a] != 1:
                 break
-            top = goto[below][lhs[-2 - a]]
-        self._units.add(key, top, 128)
+            top = goto[below][lhs[REDUCE - a]]
+        self._units.put(key, top, 128)
         return top
 
     def expected(self, stack: Stack) -> list[int]:
@@ -434,60 +298,8 @@ class ParseTable:
             if row[t] != ERROR and (self.accepts_end(stack) if t == self.end else self.feed(stack, t) is not None)
         ]
 
-
-def parse_table_from_lark(
-    lark_obj, terminal_names: list[str], start: str, postlexed: tuple[str, ...] = ()
-) -> ParseTable:
-    """Convert Lark's LALR table to integer arrays indexed by the lexer's terminal order.
-
-    ``postlexed``: %declare'd terminals a postlexer makes (the indenter's); they get the
-    columns after the lexer's terminals, then comes ``$END``.
-    """
-    table = lark_obj.parser.parser.parser.parse_table
-    term_index = {name: i for i, name in enumerate(terminal_names)}
-    declared = sorted({s.name for r in lark_obj.rules for s in r.expansion if s.is_term} - set(term_index))
-    missing = [n for n in declared if n not in postlexed]
-    if missing:
-        raise GrammarError(
-            f"terminals {', '.join(missing)} are declared (%declare) but never lexed: they come from a "
-            "postlexer; for an indenter pass Grammar(..., indenter=gg.Indenter(...)) "
-            "(gg.Indenter.python() for Python grammars)"
-        )
-    extra = {n: len(terminal_names) + i for i, n in enumerate(postlexed)}
-    term_index.update(extra)
-    n_terms = len(terminal_names) + len(postlexed)
-    term_index["$END"] = n_terms
-    states = table.states
-    nonterms: dict[str, int] = {}
-    rules: dict[object, int] = {}
-    rule_list = []
-    for acts in states.values():
-        for sym, (act, arg) in acts.items():
-            if sym not in term_index:
-                nonterms.setdefault(sym, len(nonterms))
-            elif act is not Shift and arg not in rules:
-                rules[arg] = len(rule_list)
-                rule_list.append(arg)
-    for rule in rule_list:
-        nonterms.setdefault(rule.origin.name, len(nonterms))
-    n_states = max(states) + 1
-    action = np.full((n_states, n_terms + 1), ERROR, dtype=np.int32)
-    goto = np.full((n_states, max(len(nonterms), 1)), ERROR, dtype=np.int32)
-    for s, acts in states.items():
-        for sym, (act, arg) in acts.items():
-            if sym in term_index:
-                action[s, term_index[sym]] = arg if act is Shift else _reduce_code(rules[arg])
-            else:
-                goto[s, nonterms[sym]] = arg
-    rule_lhs = np.array([nonterms[r.origin.name] for r in rule_list], dtype=np.int32)
-    rule_len = np.array([len(r.expansion) for r in rule_list], dtype=np.int32)
-    return ParseTable(
-        action=action,
-        goto=goto,
-        rule_lhs=rule_lhs,
-        rule_len=rule_len,
-        start_state=table.start_states[start],
-        end_state=table.end_states[start],
-        nonterminals=tuple(sorted(nonterms, key=nonterms.__getitem__)),
-        declared=extra,
-    )
+    @staticmethod
+    def stack_bytes(stack: Stack) -> int:
+        """What a cache entry keyed by ``stack`` is charged for it: the frames it keeps alive (all
+        of them, as if no other state shared them)."""
+        return FRAME_BYTES * stack.depth + 100

@@ -21,7 +21,7 @@ import pytest
 
 import greatgramma as gg
 from greatgramma.indenter import IndentedStack
-from greatgramma.parser import Frame
+from greatgramma.stack import Frame
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPTH = 20_000
@@ -179,9 +179,9 @@ def test_closing_a_right_recursive_list_replays_no_reductions_per_step() -> None
     """The one step that closes it reduces depth-many times at most once; the others reduce a
     bounded number of times (counted on the goto table, one lookup per reduction)."""
     masker, ids = compiled_case("items")
-    table = masker.compiled.parse_table
+    table = masker.parser
     counted = CountingRows(table._goto)
-    object.__setattr__(table, "_goto", counted)
+    table._goto = counted
     try:
         state, per_step = masker.initial_state(), []
         for tok in walk_tokens("items", ids, 4000):
@@ -189,7 +189,7 @@ def test_closing_a_right_recursive_list_replays_no_reductions_per_step() -> None
             state = step(masker, state, tok)
             per_step.append(counted.lookups - before)
     finally:
-        object.__setattr__(table, "_goto", counted.rows)
+        table._goto = counted.rows
     assert state.finished
     assert max(per_step[:-3]) <= 50, max(per_step[:-3])  # every step of the list itself
     assert sum(per_step) <= 50 * len(per_step)
@@ -249,12 +249,8 @@ def test_caches_stay_within_their_byte_bounds() -> None:
     state = small.initial_state()
     for tok in walk_tokens("json", ids, 3000):
         state = step(small, state, tok)
-    for name in ("_masks", "_by_status", "_views", "_rows"):
-        cache = getattr(small, name)
+    for name, cache in small.caches().items():
         assert cache.nbytes <= cache.budget or len(cache) == 1, name
-    for name in ("_known", "_splits", "_distinct_rows"):
-        memo = getattr(small, name)
-        assert memo.nbytes <= memo.budget + (64 << 10), name
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import greatgramma as gg
 from greatgramma.lexer import DEAD, TerminalSpec, build_lexer
+from greatgramma.lexing import LexingTransducer
 from greatgramma.regex import utf8_sequences
 
 GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
@@ -75,7 +76,7 @@ def test_dfa_language_equals_python_re(label: str, pattern: str, data) -> None:
 
 
 def test_lazy_string_ends_at_first_quote() -> None:
-    lexer = build_lexer([spec("S", r'".*?"'), spec("PLUS", r"\+", is_string=True), spec("WS", r" ")])
+    lexer = LexingTransducer(build_lexer([spec("S", r'".*?"'), spec("PLUS", r"\+", is_string=True), spec("WS", r" ")]))
     ran = lexer.feed(0, b'"a" + "b"')
     assert ran is not None
     terms, end = ran

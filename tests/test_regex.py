@@ -24,7 +24,8 @@ from lark import Lark
 import greatgramma as gg
 from compare import EOS_ID, describe, engine_bits, reference_bits
 from test_lexer import dfa_boundary as lexeme_end  # where maximal munch ends the first lexeme
-from greatgramma.lexer import LexerDFA, TerminalSpec, build_lexer
+from greatgramma.lexer import TerminalSpec, build_lexer
+from greatgramma.lexing import LexingTransducer
 from greatgramma.regex import ByteNFA, class_ranges, compile_regex
 
 try:
@@ -194,8 +195,8 @@ LOOKBEHIND_AND_LAZY = [  # (label, pattern, how its lexemes begin, pieces of tex
 
 
 @functools.lru_cache(maxsize=None)
-def single_terminal_lexer(pattern: str) -> LexerDFA:
-    return build_lexer([TerminalSpec("T", pattern, False, 0, 100, len(pattern), False)])
+def single_terminal_lexer(pattern: str) -> LexingTransducer:
+    return LexingTransducer(build_lexer([TerminalSpec("T", pattern, False, 0, 100, len(pattern), False)]))
 
 
 def contract_end(pattern: str, text: str) -> int | None:

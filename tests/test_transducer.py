@@ -1,42 +1,58 @@
-"""The token-level transducer against running each token's bytes through the lexer, for every lexer state."""
+"""What the tokens do from a lexer state, as the masker reads it (lexer views over the token
+transducer's blocks), against running each token's bytes through the lexing transducer."""
 
 from __future__ import annotations
 
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import greatgramma as gg
-from greatgramma.lexer import build_lexer
-from greatgramma.transducer import END, NO_TERM, TokenTransducer, TokenTrie
+from greatgramma.codes import NO_TERM
+from greatgramma.views import LexerViews
 
 GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
 ALPHABET = [b"{", b"}", b'"', b"a", b"1", b" ", b"\n", b",", b":", b".", b"e", b"\xc3", b"\xa9", b"-", b"t",
             b"r", b"u", b"/", b"*", b"x", b"i", b"f", b"0", b"(", b"\t", b"\\", b"'", b"`"]
 
 
+def decoded(views: LexerViews, compiled, x: int, token: int):
+    """(parser-visible terminals, end state) that the view of lexer state x says ``token`` makes, or None."""
+    lexer, outcomes, layout = compiled.lexer, compiled.transducer.outcomes, compiled.blocks.layout
+    view = views.view(x)
+    if view.fallback is not None and view.fallback[token >> 5] >> (token & 31) & 1:
+        path = lexer.fallback_path(x)  # the token backs up to x's fallback, then runs from where that leads
+        rest = None if path is None else decoded(views, compiled, path[1], token)
+        return None if rest is None else (path[0] + rest[0], rest[1])
+    code = int(view.code[token])
+    if code == layout.dead:
+        return None
+    if code >= layout.end_base:
+        return (), code - layout.end_base
+    first = code // layout.num_rows + NO_TERM
+    terms, end = outcomes.unpack(code % layout.num_rows)
+    return ((first,) if first != NO_TERM else ()) + terms, end
+
+
 @pytest.mark.parametrize("name", ["json", "go", "java"])
-def test_walk_matches_byte_by_byte_lexing(name: str) -> None:
+def test_views_match_byte_by_byte_lexing(name: str) -> None:
     grammar = gg.Grammar.from_file(GRAMMARS / f"{name}.lark")
-    lexer = build_lexer(grammar.terminals)
     rng = random.Random(name)
     tokens = sorted({b"".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 6))) for _ in range(500)})
-    trie = TokenTrie.build([None, *tokens])
-    transducer = TokenTransducer(lexer, trie)
-    for q in rng.sample(range(lexer.num_states), min(lexer.num_states, 120)) + [0]:
-        strings, first, rest = transducer.walk(q)
-        got = {}
-        for s, f, r in zip(strings.tolist(), first.tolist(), rest.tolist()):
-            if f == END:
-                got[trie.strings[s]] = ((), r)
-            else:
-                terms, end = transducer.outcomes.unpack(r)
-                got[trie.strings[s]] = (((f,) if f != NO_TERM else ()) + terms, end)
-        for tok in tokens:
-            ran = lexer.feed(q, tok)
+    vocab = gg.Vocabulary([None, *tokens], eos_token_ids=[0])
+    compiled = gg.compile(grammar, vocab)
+    lexer = compiled.lexer
+    views = LexerViews(compiled.blocks, vocab.vocab_size, 64 << 20, 1 << 20)
+    states = rng.sample(range(lexer.num_states), min(lexer.num_states, 120)) + [0]
+    states += list(range(lexer.num_states, lexer.num_lexer_states))[:60]  # extended (backing-up) states
+    for x in states:
+        for token, tok in enumerate(tokens, start=1):
+            ran = lexer.feed(x, tok)
             expected = None
             if ran is not None:
                 terms, end = ran
-                expected = (tuple(t for t in terms if not grammar.terminals[t].ignored), end)
-            assert got.get(tok) == expected, (q, tok)
+                expected = (tuple(t for t in terms if not lexer.ignored[t]), end)
+            assert decoded(views, compiled, x, token) == expected, (x, tok)
+    assert np.array_equal(views.view(0).code, LexerViews(compiled.blocks, vocab.vocab_size, 1 << 20, 2).view(0).code)

@@ -1,0 +1,151 @@
+"""Per-first-byte blocks of status codes (paper section 3.2, the inverse token spanner table by lexer state).
+
+From a lexer state, the token strings starting with byte b do what the subtree (b, DFA state
+after b) does (:mod:`greatgramma.subtrees`). A *block* holds, for one such subtree, each
+string's status code: which entry of the per-step status vector decides it (the viable-rows
+block of its first terminal, offset by its outcome row; or the end state it stays in; or dead).
+Blocks are shared by every lexer state that enters the subtree alike, so a lexer state's view
+(:mod:`greatgramma.views`) is assembled from them cheaply.
+
+Compiling fills the blocks every DFA state enters; blocks of the indenter's column states are
+added on first use. Each block is a function of its key.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .codes import DEAD, END, NO_TERM
+from .subtrees import SubtreeWalks, is_held
+
+
+class StatusLayout(NamedTuple):
+    """Where things are in the per-step status vector: for each first terminal f (NO_TERM, then
+    the terminals) a block of ``num_rows`` outcome rows (viable after feeding f); then one
+    always-false entry (``dead``); then one entry per lexer state from ``end_base`` (a token
+    that stays inside the current lexeme and ends there)."""
+
+    num_rows: int
+    dead: int
+    end_base: int
+
+    @classmethod
+    def of(cls, num_terminals: int, num_rows: int) -> StatusLayout:
+        dead = (num_terminals - NO_TERM) * num_rows
+        return cls(num_rows, dead, dead + 1)
+
+
+@dataclass(frozen=True, eq=False)
+class Block:
+    """Status codes of the strings that start with one byte, seen from lexer states that agree on it.
+
+    ``code`` is None where the strings depend on the entering state's fallback
+    (:meth:`SubtreeWalks.resolve`): such a block is resolved per lexer state instead.
+    """
+
+    code: np.ndarray | None  # int32 per string of the byte's range
+    firsts: frozenset
+    end_states: frozenset
+
+
+class BlockTable:
+    """Blocks keyed (byte, DFA state after it), or (byte, state, terminal accepted just before
+    the byte) for held blocks resolved for DFA states. Thread-safe."""
+
+    def __init__(self, subtrees: SubtreeWalks, layout: StatusLayout) -> None:
+        self.subtrees, self._lexer, self.layout = subtrees, subtrees.lexer, layout
+        self._blocks: dict[tuple, Block] = {}
+        self._lock = threading.Lock()
+        self.new_blocks(self._entered_subtrees())
+        if self._lexer.columns is None:  # with an indenter they cost ~0.2 s up front: built on first use
+            self.resolved_blocks(self._entered_held_blocks())
+
+    def __contains__(self, key: tuple) -> bool:
+        return key in self._blocks
+
+    def __getitem__(self, key: tuple) -> Block:
+        return self._blocks[key]
+
+    def _entered_subtrees(self) -> list[tuple[int, int, int, int]]:
+        """(first byte, first string, end string, DFA state after the byte) for every subtree some
+        lexer state enters. With an indenter, only states without a pending newline column: the
+        column ones are few per program, and each would be its own block."""
+        lexer, roots = self._lexer, self.subtrees.trie.root_children
+        firsts = np.array([b for b, _, _ in roots], dtype=np.int64)
+        entered = np.zeros((len(roots), lexer.num_states), dtype=bool)
+        states = lexer.delta[1:, firsts].T
+        rows = np.broadcast_to(np.arange(len(roots))[:, None], states.shape)
+        alive = states != DEAD
+        entered[rows[alive], states[alive]] = True
+        cols = lexer.columns
+        if cols is not None:
+            entered[:, cols.state_column != cols.max_column] = False
+        return [(b, lo, hi, st) for (b, lo, hi), sts in zip(roots, entered) for st in np.flatnonzero(sts).tolist()]
+
+    def _entered_held_blocks(self) -> list[tuple[tuple[int, int, int, int], tuple[int, int, int]]]:
+        """For every held block a DFA state enters: (its item, (byte, state, what the entering
+        state accepts just before the byte)), the key of its resolved block."""
+        held = {key for key, blk in self._blocks.items() if blk.code is None}
+        lexer, out = self._lexer, []
+        width = len(lexer.terminals) + 1
+        for b, lo, hi in self.subtrees.trie.root_children:
+            entered = lexer.delta[1:, b].astype(np.int64) * width + lexer.accept_next[1:, b] + 1
+            for key in np.unique(entered).tolist():
+                st, before = divmod(key, width)
+                if (b, st) in held:
+                    out.append(((b, lo, hi, st), (b, st, before - 1)))
+        return out
+
+    def new_blocks(self, items: list[tuple[int, int, int, int]]) -> None:
+        """Blocks of (first byte, string range, DFA state after it) subtrees, in one batch. A block
+        whose strings depend on the entering state's fallback is kept without codes (held)."""
+        if items:
+            walked = self.subtrees.subtrees([(b, st) for b, _, _, st in items])
+            strings, first, rest = (np.concatenate(a) for a in zip(*walked))
+            seg = np.repeat(np.arange(len(items)), [len(a[0]) for a in walked])
+            self._store_blocks(items, [(b, st) for b, _, _, st in items], strings, first, rest, seg)
+
+    def resolved_blocks(self, entries: list[tuple[tuple[int, int, int, int], tuple[int, int, int]]]) -> None:
+        """Held blocks as entered by DFA states (no fallback of their own) that accept terminal
+        ``before`` just before the byte, keyed (byte, DFA state after it, before)."""
+        if entries:
+            items = [item for item, _ in entries]
+            td = self.subtrees
+            walked = td.subtrees([(b, st) for b, _, _, st in items])
+            strings, first, rest, seg = td.resolve_entered(walked, [key[2] for _, key in entries])
+            self._store_blocks(items, [key for _, key in entries], strings, first, rest, seg)
+
+    def _store_blocks(self, items, keys, strings, first, rest, seg) -> None:
+        held = np.bincount(seg[is_held(first)], minlength=len(items)) > 0
+        code, firsts, ends = self.codes(first, rest, seg, len(items))
+        lo = np.array([it[1] for it in items], dtype=np.int64)
+        spans = np.array([hi - lo_ for _, lo_, hi, _ in items], dtype=np.int64)
+        start = np.cumsum(spans) - spans
+        buf = np.full(int(spans.sum()), self.layout.dead, dtype=np.int32)
+        buf[start[seg] + strings - lo[seg]] = code
+        with self._lock:
+            for i, key in enumerate(keys):
+                blk = Block(None if held[i] else buf[start[i] : start[i] + spans[i]], frozenset(firsts[i]), frozenset(ends[i]))
+                self._blocks.setdefault(key, blk)
+
+    def codes(self, first: np.ndarray, rest: np.ndarray, seg: np.ndarray, nseg: int):
+        """Status codes of walk results, and per segment the first terminals and end states among them."""
+        is_end = first == END
+        is_row = (first >= NO_TERM) & ~is_end  # not dead, not backing up, not held
+        as_row = (first - NO_TERM) * self.layout.num_rows + rest
+        code = np.where(is_row, as_row, np.where(is_end, self.layout.end_base + rest, self.layout.dead)).astype(np.int32)
+        firsts: list[set[int]] = [set() for _ in range(nseg)]
+        ends: list[set[int]] = [set() for _ in range(nseg)]
+        ends_width = int(rest.max(initial=0, where=is_end)) + 1
+        for out, kind, value, width in ((firsts, is_row, first - NO_TERM, len(self._lexer.terminals) - NO_TERM),
+                                        (ends, is_end, rest, ends_width)):
+            seen = np.zeros(nseg * width + 1, dtype=bool)  # the last slot takes the other kinds
+            seen[np.where(kind, seg * width + value, nseg * width)] = True
+            for key in np.flatnonzero(seen[:-1]).tolist():
+                out[key // width].add(key % width)
+        firsts = [{f + NO_TERM for f in fs} for fs in firsts]
+        return code, firsts, ends

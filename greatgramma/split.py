@@ -1,0 +1,161 @@
+"""Paper section 3.3, Alg. 5: which outcome rows are viable from a parser stack, split into what
+the top of the stack decides alone (computed once per top, shared) and what depends on the rest.
+
+For each stack top p, walking the prefix tree of the rows' terminal sequences
+(:class:`~greatgramma.sequences.SequenceTrie`) with only p known finds the rows p accepts
+whatever lies below (always accepted), those it rejects, and the context-dependent rest,
+whose terminals reduce below p: only these are fed on the live stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cache import BoundedCache
+from .codes import DEPENDS, REJECTED
+from .sequences import SequenceTrie
+from .stack import Known
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """Paper section 3.3 for one stack top p: which rows p alone accepts, and what it leaves open."""
+
+    accepted: np.ndarray  # row ids viable whatever lies below p
+    frontier: list[tuple[int, Known]]  # (node, known stack at its parent): the node's terminal reduces below p
+    open_checks: list[tuple[Known, list[tuple[int, np.ndarray]]]]  # known stack -> [(terminal, rows)] to feed live
+
+
+
+class ViableRows:
+    """``of(stack)``: which outcome rows are viable from a live stack, as ``bool[rows]`` bytes.
+
+    ``parser`` is the masker's stack machine (:class:`~greatgramma.parser.LalrParser` or a
+    postlexer's); ``split_depth`` how many top states the shared split is computed for. The
+    caches share ``budget`` bytes: viable rows by stack 1/3, known-segment feeds 1/3, splits
+    1/6, distinct rows 1/6 (``max_entries`` bounds their entries).
+    """
+
+    def __init__(self, trie: SequenceTrie, num_rows: int, parser, split_depth: int, budget: int, max_entries: int):
+        self._trie, self._num_rows, self._split_depth = trie, num_rows, split_depth
+        self._parser = parser
+        self._cut, self._recut, self._feed_on = parser.cut, parser.recut, parser.feed_on  # live stacks
+        self._cut_known, self._join_known = parser.cut_known, parser.join_known  # known segments
+        self._stack_bytes = parser.stack_bytes
+        share = budget // 6
+        self._rows = BoundedCache(2 * share, max_entries)  # stack -> bool[rows] as bytes
+        self._known = BoundedCache(2 * share, 4 * max_entries)  # known segment -> terminal -> feed_known
+        self._splits = BoundedCache(share, 64 * max_entries)  # (node, known top) -> Split
+        self._distinct_rows = BoundedCache(share, max_entries)  # equal rows share one object
+
+    def caches(self) -> dict[str, BoundedCache]:
+        return {"rows": self._rows, "known": self._known, "splits": self._splits, "distinct_rows": self._distinct_rows}
+
+    def _split(self, node: int, top: Known) -> Split:
+        """Walk the outcome trie below ``node`` with only the top of the stack known (paper Alg. 5).
+
+        Cached per (node, top). Below a terminal the parser takes, the walk goes on from the
+        split of the child under the new top: after a shift the same few top states recur in
+        many contexts, so most subtrees are decided once, and each split is a few merges.
+        """
+        key = (node, top)
+        got = self._splits.get(key)
+        if got is not None:
+            return got
+        trie = self._trie
+        hits: list[np.ndarray] = []
+        frontier: list[tuple[int, Known]] = []
+        checks: dict[Known, dict[int, list[np.ndarray]]] = {}
+        if trie.free[node] is not None:
+            hits.append(trie.free[node])
+        row = self._known_row(top)
+        for t, child, rows in trie.edges[node]:
+            self._edge(top, t, child, rows, hits, frontier, checks, row)
+        accepted = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+        open_checks = [(k, [(t, np.concatenate(rs)) for t, rs in d.items()]) for k, d in checks.items()]
+        got = Split(accepted, frontier, open_checks)
+        nbytes = accepted.nbytes + sum(rs.nbytes + 160 for _, cks in open_checks for _, rs in cks)
+        return self._splits.put(key, got, nbytes + 160 * (len(frontier) + len(open_checks)) + 480)
+
+    def _edge(self, known: Known, t: int, child: int, rows, hits: list, frontier: list, checks: dict, row=None) -> None:
+        """Feed terminal ``t`` on the known stack at a trie node: the edge's rows (ending with t)
+        are accepted, rejected or left open, and the walk goes on below ``child`` (-1: none)."""
+        r = self._feed_known(known, t, row)
+        if r is REJECTED:
+            return
+        if r is DEPENDS:
+            if rows is not None:
+                checks.setdefault(known, {}).setdefault(t, []).append(rows)
+            if child >= 0:
+                frontier.append((child, known))
+            return
+        if rows is not None:
+            hits.append(rows)
+        if child < 0:
+            return
+        below, top = self._cut_known(r, self._split_depth)
+        sub = self._split(child, top)
+        hits.append(sub.accepted)
+        if not below:  # r is its own top: what the child left open stays open here
+            frontier.extend(sub.frontier)
+            for k, cks in sub.open_checks:
+                d = checks.setdefault(k, {})
+                for t2, rows2 in cks:
+                    d.setdefault(t2, []).append(rows2)
+            return
+        join, term = self._join_known, self._trie.term
+        for k, cks in sub.open_checks:  # what the child left open, with more of the stack known
+            full = join(below, k)
+            for t2, rows2 in cks:
+                self._edge(full, t2, -1, rows2, hits, frontier, checks)
+        for c, k in sub.frontier:
+            self._edge(join(below, k), term[c], c, None, hits, frontier, checks)
+
+    def of(self, stack) -> bytes:
+        """bool[rows] as bytes: which outcome rows are viable from ``stack``. Many stacks give the
+        same rows; as bytes (hash cached) the rows can key the words they lead to."""
+        got = self._rows.get(stack)
+        if got is not None:
+            return got
+        hits: list[np.ndarray] = []
+        self._collect(0, *self._cut(stack, self._split_depth), hits)
+        ok = np.zeros(self._num_rows, dtype=bool)
+        if hits:
+            ok[np.concatenate(hits)] = True
+        got = ok.tobytes()
+        got = self._distinct_rows.put(got, got, len(got) + 96)
+        return self._rows.put(stack, got, len(got) + self._stack_bytes(stack))
+
+    def _collect(self, node: int, below, known: Known, hits: list[np.ndarray]) -> None:
+        """Rows below ``node`` viable from the live stack ``below`` + ``known`` (as ``cut`` gives
+        them): the cached split of its top, then what that left open, fed on the live stack."""
+        below, top = self._recut(below, known, self._split_depth)
+        split = self._split(node, top)
+        hits.append(split.accepted)
+        feed_on = self._feed_on
+        for k, checks in split.open_checks:
+            for t, rows in checks:
+                if feed_on(below, k, t) is not None:
+                    hits.append(rows)
+        term = self._trie.term
+        for c, k in split.frontier:
+            r = feed_on(below, k, term[c])
+            if r is not None:
+                self._collect(c, r[0], r[1], hits)
+
+    def _feed_known(self, known: Known, term: int, row: dict | None = None):
+        """``feed_known``, memoized per known segment (``row``: its memo, if at hand)."""
+        if row is None:
+            row = self._known_row(known)
+        got = row.get(term, self)
+        if got is self:
+            got = row[term] = self._parser.feed_known(known, term)
+            self._known.charge(known, 112 + 8 * len(known))
+        return got
+
+    def _known_row(self, known: Known) -> dict:
+        row = self._known.get(known)
+        if row is None:
+            row = self._known.put(known, {}, 288 + 8 * len(known))
+        return row

@@ -1,0 +1,318 @@
+"""What tokens do from a lexer state until their first lexeme ends: walks of token trie subtrees (paper section 3.2).
+
+A string starting with byte b, read from lexer state q, first goes to ``delta[q, b]``; from
+there on it does not depend on q, except through q's fallback (where the lexeme could last
+end before the string). So the walk is shared per *subtree* (first byte b, DFA state after b)
+by every lexer state that enters it, and walked for many subtrees at once, one trie level at a
+time. Results that depend on the entering state's fallback are *held* (``FALLBACK``,
+``END_HELD``) and resolved per entering state (:meth:`SubtreeWalks.resolve`). With an indenter
+the walks run once on the DFA without the column counter and are specialised per column.
+
+The table is filled lazily (compiling walks every subtree a DFA state enters; column states'
+subtrees on first use); each entry is a function of its key.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
+from .codes import DEAD, END, END_HELD, END_LA, FALLBACK, NEWLINE_SEEN, NO_TERM
+from .errors import ResourceLimitError
+from .transducer import TokenTransducer
+
+
+class Walk(NamedTuple):
+    """The strings of a subtree (or several) that are not dead, and what each does: its first
+    lexeme ends as terminal ``first`` (NO_TERM: an ignored one) and then ``rest`` is the suffix
+    row of the remaining bytes; or ``first`` is END and ``rest`` is the state the string ends in
+    (inside the lexeme); or ``first`` is FALLBACK / END_HELD (held, see :meth:`SubtreeWalks.resolve`)."""
+
+    strings: np.ndarray
+    first: np.ndarray
+    rest: np.ndarray
+
+
+class BaseWalk(NamedTuple):
+    """Walk results on the base DFA, before specialising to the entering state's column.
+
+    ``kind`` is ``Walk.first`` or END_LA (ends holding a fallback inside the string at byte
+    ``la_off`` as ``la_term``, resolved on specialising); ``origin`` the subtree it belongs to;
+    ``where`` / ``la_where`` the column where the first lexeme (or the string) / that fallback
+    ends (``NEWLINE_SEEN`` | spaces and tabs since a newline in the string, or since its start).
+    """
+
+    strings: np.ndarray
+    kind: np.ndarray
+    rest: np.ndarray
+    origin: np.ndarray
+    where: np.ndarray
+    la_off: np.ndarray
+    la_term: np.ndarray
+    la_where: np.ndarray
+
+
+class SubtreeWalks:
+    """Walks of (first byte, DFA state after it) subtrees, filled lazily and shared by the lexer
+    states that enter them. Thread-safe."""
+
+    def __init__(self, transducer: TokenTransducer) -> None:
+        self.transducer = transducer
+        self.lexer, self.trie = transducer.lexer, transducer.trie
+        self.suffix, self.ignored = transducer.suffix, transducer.ignored
+        self._subtrees: dict[tuple[int, int], Walk] = {}
+        self._base_subtrees: dict[tuple[int, int], BaseWalk] = {}
+        self._lock = threading.Lock()
+
+    def walk_all(self, max_entries: int = 20_000_000) -> int:
+        """Walk every (first byte, lexer state) subtree that any lexer state can enter (preprocessing).
+
+        Cheap because subtrees are shared between lexer states and walked in one batch; after it,
+        no mask has to walk the trie. Returns how many subtrees there are.
+        """
+        delta = self.lexer.delta
+        firsts = np.array([b for b, _, _ in self.trie.root_children], dtype=np.int64)
+        states = delta[1:, firsts] if len(firsts) else np.zeros((0, 0), dtype=delta.dtype)
+        found = np.unique(np.stack([np.broadcast_to(firsts, states.shape), states], axis=-1).reshape(-1, 2), axis=0)
+        pairs = [(int(b), int(s)) for b, s in found.tolist() if s != DEAD]
+        span = {b: hi - lo for b, lo, hi in self.trie.root_children}
+        cols = self.lexer.columns
+        if cols is not None:  # walked once per base state (then specialised per column on use)
+            pairs = sorted({(b, int(cols.state_base[s])) for b, s in pairs})
+        bound = sum(span[b] for b, _ in pairs)
+        if bound > max_entries:
+            raise ResourceLimitError(
+                f"token-level tables would hold up to {bound:,} entries (limit {max_entries:,}); "
+                "simplify the terminals or raise max_token_table_entries"
+            )
+        done = self._subtrees if cols is None else self._base_subtrees
+        self._fill_base_subtrees([p for p in pairs if p not in done])
+        return len(pairs)
+
+    @property
+    def num_walked(self) -> int:
+        """Subtrees walked so far (base ones with an indenter)."""
+        return len(self._subtrees) if self.lexer.columns is None else len(self._base_subtrees)
+
+    def subtrees(self, pairs: list[tuple[int, int]]) -> list[Walk]:
+        """The walks of the strings that start with byte b, entered in DFA state s after b, per (b, s).
+
+        A subtree is shared by every lexer state whose transition on b leads to s; new ones
+        are walked together in one batch.
+        """
+        todo = [p for p in pairs if p not in self._subtrees]
+        cols = self.lexer.columns
+        if cols is None:
+            self._fill_base_subtrees(todo)
+        elif todo:
+            base = [(b, int(cols.state_base[st])) for b, st in todo]
+            self._fill_base_subtrees([p for p in dict.fromkeys(base) if p not in self._base_subtrees])
+            syms = [self._base_subtrees[key] for key in base]
+            sizes = np.array([len(sym[0]) for sym in syms], dtype=np.int64)
+            joined = BaseWalk(*(np.concatenate(arrays) for arrays in zip(*syms)))
+            column = np.repeat(cols.state_column[[st for _, st in todo]], sizes)
+            ends = np.cumsum(sizes).tolist()
+            spans = list(zip([0] + ends[:-1], ends))
+            strings, first, rest = self._specialise(joined, column)
+            with self._lock:
+                for pair, (i, j) in zip(todo, spans):
+                    self._subtrees.setdefault(pair, Walk(strings[i:j], first[i:j], rest[i:j]))
+        return [self._subtrees[p] for p in pairs]
+
+    # Walks run on the base DFA: the lexer's own, or with an indenter the DFA without the column
+    # counter (ColumnMap); ``_specialise`` then fills in the column of the state that enters.
+
+    def base_dfa(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(delta, accept_next, risky, tab length) of the DFA the walks run on."""
+        cols, lexer = self.lexer.columns, self.lexer
+        if cols is None:
+            return lexer.delta, lexer.accept_next, lexer.risky, 0
+        return cols.base_delta, cols.base_accept_next, cols.base_risky, cols.tab_len
+
+    def _fill_base_subtrees(self, pairs: list[tuple[int, int]]) -> None:
+        if not pairs:
+            return
+        span = {b: (lo, hi) for b, lo, hi in self.trie.root_children}
+        lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
+        hi = np.array([span[b][1] for b, _ in pairs], dtype=np.int64)
+        state = np.array([q for _, q in pairs], dtype=np.int64)
+        origin = np.arange(len(pairs))
+        n = len(pairs)
+        one = self.trie.lengths[lo] == 1  # a one-byte string: it ends right here, inside the lexeme
+        held = self.base_dfa()[2][state]  # the lexeme keeps whatever fallback it entered with
+        k = int(one.sum())
+        z, none, dead = np.zeros(k, np.int64), np.full(k, -1, np.int64), np.full(k, DEAD, np.int64)
+        kind = np.where(held[one], END_HELD, END).astype(np.int64)
+        parts = [BaseWalk(lo[one], kind, state[one], origin[one], z, none, dead, z)]
+        la_off = np.where(held, -1, -2).astype(np.int64)
+        parts += _walk_base(self, lo, hi, state, origin, la_off, np.full(n, DEAD, dtype=np.int64))
+        walked = BaseWalk(*(np.concatenate(x) for x in zip(*parts)))
+        order = np.argsort(walked.origin, kind="stable")
+        bounds = np.searchsorted(walked.origin[order], np.arange(n + 1))
+        plain = self.lexer.columns is None  # then the base DFA is the lexer's: store the results as they are
+        for i, pair in enumerate(pairs):
+            sel = order[bounds[i] : bounds[i + 1]]
+            sym = BaseWalk(*(a[sel] for a in walked))
+            got = self._specialise(sym, None) if plain else sym
+            with self._lock:
+                (self._subtrees if plain else self._base_subtrees).setdefault(pair, got)
+
+    def _specialise(self, sym: BaseWalk, column: np.ndarray | None) -> Walk:
+        """Base subtree results for the states that enter them (with the column each holds, per entry)."""
+        cols = self.lexer.columns
+        strings, kind, rest, _, where, la_off, la_term, la_where = sym
+        k = cols.max_column if cols is not None else 0
+
+        def col(w, at=slice(None)):
+            c, n = column[at], w & (NEWLINE_SEEN - 1)
+            return np.where(w >= NEWLINE_SEEN, np.minimum(n, k), np.where(c == k, k, np.minimum(c + n, k)))
+
+        def term(t, w, at=slice(None)):
+            return t if cols is None else np.where(t == cols.nl, cols.first + col(w, at), t)
+
+        first = np.where(kind >= 0, term(kind, where), kind)
+        first[kind == END_LA] = END
+        rest = rest.copy()
+        e = np.nonzero(np.isin(kind, (END, END_HELD, END_LA)))[0]
+        if len(e) and cols is not None:
+            rest[e] = cols.state_of[rest[e], col(where[e], e)]
+        inside = np.nonzero(kind == END_LA)[0]
+        if len(inside):
+            t = term(la_term[inside], la_where[inside], inside)
+            rest[inside] = self.transducer.end_states(rest[inside], np.asarray(t), strings[inside], la_off[inside])
+        return Walk(strings, first, rest)
+
+    def resolve(self, x: int, parts: list[tuple[int, Walk]]) -> Walk:
+        """Subtrees ``(byte b, subtree)`` as seen from lexer state x, concatenated: fill in x's
+        fallback on entering each with its byte b (see :meth:`resolve_entered`)."""
+        lexer = self.lexer
+        before = lexer.accept_next[lexer.base(x), [b for b, _ in parts]].tolist()
+        own = lexer.fallback(x) if x >= lexer.num_states else (DEAD, b"")
+        return Walk(*self.resolve_entered([arrays for _, arrays in parts], before, own)[:3])
+
+    def resolve_entered(
+        self, subtrees: list[tuple], before: list[int], own: tuple[int, bytes] = (DEAD, b"")
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Subtrees as entered by a lexer state that accepts terminal ``before[i]`` (or DEAD) just
+        before subtree i's byte and whose own fallback is ``own`` (terminal, pending bytes):
+        ``(strings, first, rest, i)`` concatenated. The fallback is where the lexeme could last end
+        before the string: just before the byte, or the state's own fallback. Only these two
+        depend on the entering state.
+        """
+        if not subtrees:
+            return (np.zeros(0, dtype=np.int64),) * 4
+        sizes = [len(a[0]) for a in subtrees]
+        strings, first, rest = (np.concatenate(a) for a in zip(*subtrees))
+        part = np.repeat(np.arange(len(subtrees)), sizes)
+        held_death, held_end = first == FALLBACK, first == END_HELD
+        if not (held_death.any() or held_end.any()):
+            return strings, first, rest, part
+        lexer = self.lexer
+        before = np.asarray(before, dtype=np.int64)[part]
+        back = held_death & (before != DEAD)  # back up to just before the string
+        rest0 = self.suffix[self.trie.offsets[strings[back]]]
+        first[back] = np.where(self.ignored[before[back]], NO_TERM, before[back])
+        rest[back] = rest0
+        keep = np.ones(len(strings), dtype=bool)
+        keep[back] = rest0 != DEAD
+        own, pending = own
+        if own == DEAD:  # no fallback of its own: a lexeme that dies is an error
+            keep &= ~(held_death & ~back)
+        first[held_end] = END
+        ends = np.flatnonzero(held_end & ((before != DEAD) | (own != DEAD)))  # those that hold a fallback
+        if len(ends):
+            tstrings, extended = self.trie.strings, lexer.extended
+            rest[ends] = [
+                extended(r, t, tstrings[s]) if t != DEAD else extended(r, own, pending + tstrings[s])
+                for s, r, t in zip(strings[ends].tolist(), rest[ends].tolist(), before[ends].tolist())
+            ]
+        return strings[keep], first[keep], rest[keep], part[keep]
+
+
+def is_held(first: np.ndarray) -> np.ndarray:
+    """Subtree results that depend on the entering lexer state's fallback (see ``resolve``)."""
+    return (first == FALLBACK) | (first == END_HELD)
+
+
+def _expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate ``arange(lo[i], hi[i])`` for all i; also return i for each element."""
+    counts = hi - lo
+    src = np.repeat(np.arange(len(lo)), counts)
+    vals = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    return vals, src
+
+
+def _walk_base(walker: SubtreeWalks, lo, hi, state, origin, la_off, la_term) -> list[BaseWalk]:
+    """Walk trie nodes [lo, hi) at depth 1 (entered in base DFA ``state``) down to their strings.
+
+    ``la_off``/``la_term``: where the lexeme could last end inside the string (offset,
+    terminal), or -1: the fallback it entered with is still held, -2: none. With an
+    indenter, each result also carries the column (``NEWLINE_SEEN`` | count of spaces and
+    tabs since the string's last newline, or since its start) where its first lexeme ends
+    or where the string ends, and for strings that end holding a fallback inside themselves,
+    that fallback's offset, terminal and column.
+    """
+    trie, suffix, ignored = walker.trie, walker.suffix, walker.ignored
+    delta, accept_next, risky, tab = walker.base_dfa()
+    track = walker.lexer.columns is not None
+    lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
+    column = np.zeros(len(lo), dtype=np.int64)
+    la_col = column.copy()
+    parts = []
+    for d in range(1, len(levels)):
+        if not len(lo):
+            break
+        starts = levels[d]
+        a, b = np.searchsorted(starts, lo), np.searchsorted(starts, hi)
+        child, parent = _expand_ranges(a, b)
+        c_lo = starts[child]
+        c_hi = np.where(child + 1 < b[parent], starts[np.minimum(child + 1, len(starts) - 1)], hi[parent])
+        p_state, c_org = state[parent], origin[parent]
+        c_off, c_term, c_col, c_lacol = la_off[parent], la_term[parent], column[parent], la_col[parent]
+        byte = matrix[c_lo, d]
+        nxt = delta[p_state, byte].astype(np.int64)
+        here = accept_next[p_state, byte].astype(np.int64)
+        dies = nxt == DEAD
+        # the lexeme ends before this byte, or backs up to where it last could end
+        back = dies & (here == DEAD) & (c_off >= 0)
+        brk = dies & ((here != DEAD) | back)
+        if brk.any():
+            s_ids, seg = _expand_ranges(c_lo[brk], c_hi[brk])
+            bk = back[brk]
+            first = np.where(bk, c_term[brk], here[brk])[seg]
+            rest = suffix[trie.offsets[s_ids] + np.where(bk, c_off[brk], d)[seg]]
+            f_col = np.where(bk, c_lacol[brk], c_col[brk])[seg]
+            ok = rest != DEAD
+            first = np.where(ignored[first], NO_TERM, first)
+            m = int(ok.sum())
+            none, dead, zero = np.full(m, -1, np.int64), np.full(m, DEAD, np.int64), np.zeros(m, np.int64)
+            parts.append(BaseWalk(s_ids[ok], first[ok], rest[ok], c_org[brk][seg][ok], f_col[ok], none, dead, zero))
+        held = dies & (here == DEAD) & (c_off == -1)  # dies holding the entry fallback
+        if held.any():
+            s_ids, seg = _expand_ranges(c_lo[held], c_hi[held])
+            m = len(s_ids)
+            z = np.zeros(m, dtype=np.int64)
+            none, dead = np.full(m, -1, np.int64), np.full(m, DEAD, np.int64)
+            parts.append(BaseWalk(s_ids, np.full(m, FALLBACK, np.int64), z, c_org[held][seg], z, none, dead, z))
+        alive = ~dies
+        c_lo, c_hi, nxt, c_org, byte = c_lo[alive], c_hi[alive], nxt[alive], c_org[alive], byte[alive]
+        c_col, c_lacol = c_col[alive], c_lacol[alive]
+        ends_lexeme = here[alive] != DEAD
+        c_off = np.where(ends_lexeme, d, c_off[alive])
+        c_term = np.where(ends_lexeme, here[alive], c_term[alive])
+        if track:
+            c_lacol = np.where(ends_lexeme, c_col, c_lacol)
+            c_col = np.where(byte == 10, NEWLINE_SEEN, c_col + (byte == 32) + tab * (byte == 9))
+        c_off = np.where(risky[nxt], c_off, -2)
+        ends = lengths[c_lo] == d + 1
+        if ends.any():
+            off = c_off[ends]
+            kind = np.where(off == -1, END_HELD, np.where(off >= 0, END_LA, END)).astype(np.int64)
+            parts.append(BaseWalk(c_lo[ends], kind, nxt[ends], c_org[ends], c_col[ends], off, c_term[ends], c_lacol[ends]))
+        more = (c_hi - c_lo > 1) | ~ends
+        lo, hi, state, origin = c_lo[more], c_hi[more], nxt[more], c_org[more]
+        la_off, la_term, column, la_col = c_off[more], c_term[more], c_col[more], c_lacol[more]
+    return parts
+

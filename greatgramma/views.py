@@ -1,0 +1,120 @@
+"""What the tokens do from one lexer state, as indices into the per-step status vector (paper section 4).
+
+A view is assembled from the per-first-byte blocks (:mod:`greatgramma.blocks`); strings whose
+first byte ends the lexeme at once run from the start state, and their code is their suffix
+row. Views are cached per lexer state (runtime, bounded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .blocks import BlockTable
+from .cache import BoundedCache
+from .codes import DEAD, FALLBACK, NO_TERM
+
+
+@dataclass(frozen=True, eq=False)
+class LexerView:
+    """What the tokens do from one lexer state: ``code[t]`` is the index of the entry of the
+    status vector (:class:`~greatgramma.blocks.StatusLayout`) that decides token t."""
+
+    code: np.ndarray  # int32[V]
+    firsts: tuple[int, ...]  # first terminals that occur (NO_TERM: the lexeme ends as an ignored one)
+    end_groups: tuple[tuple[int, ...], ...]  # lexer states of tokens that stay inside the current
+    # lexeme (ascending), grouped by what decides whether they can go on
+    fallback: np.ndarray | None  # packed words: tokens that back up to the state's fallback
+
+
+class LexerViews:
+    """Views by lexer state, cached in ``budget`` bytes (4 bytes per token each) and ``max_entries``."""
+
+    def __init__(self, blocks: BlockTable, vocab_size: int, budget: int, max_entries: int) -> None:
+        self._blocks, self._subtrees = blocks, blocks.subtrees
+        self._lexer = lexer = blocks.subtrees.lexer
+        trie = blocks.subtrees.trie
+        self._string_of_token = np.full(vocab_size, len(trie), dtype=np.int64)  # len(trie): no string
+        self._string_of_token[trie.token_of_string] = np.repeat(np.arange(len(trie)), np.diff(trie.token_of_string_ptr))
+        first_byte = trie.matrix[:, 0]  # strings are sorted, so each first byte is one range of them
+        self._byte_counts = np.bincount(first_byte, minlength=256)
+        self._rest0 = blocks.subtrees.suffix[trie.offsets[:-1]].astype(np.int32)
+        self._rest0_dead = np.nonzero(self._rest0 == DEAD)[0]
+        self._byte_has_rest0 = np.zeros(256, dtype=bool)  # some string starting with the byte is alive from start
+        self._byte_has_rest0[first_byte[self._rest0 != DEAD]] = True
+        self._ignored_arr = np.array(lexer.ignored + [False], dtype=bool)  # index -1 (DEAD): not ignored
+        self._views = BoundedCache(budget, max_entries)
+
+    def caches(self) -> dict[str, BoundedCache]:
+        return {"views": self._views}
+
+    def view(self, x: int) -> LexerView:
+        """Assembled from per-first-byte blocks shared between lexer states (cheap on first use)."""
+        got = self._views.get(x)
+        if got is not None:
+            return got
+        td, lexer, blocks, layout = self._subtrees, self._lexer, self._blocks, self._blocks.layout
+        n, rest0, counts = layout.num_rows, self._rest0, self._byte_counts
+        q = lexer.base(x)
+        delta, accept_next = lexer.delta[q], lexer.accept_next[q]
+        if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
+            restart = np.ones(256, dtype=bool)
+            first_of_byte = np.full(256, NO_TERM, dtype=np.int64)
+        else:  # strings whose first byte ends the lexeme: then they run from the start state
+            restart = (delta == DEAD) & (accept_next != DEAD)
+            first_of_byte = np.where(self._ignored_arr[accept_next], NO_TERM, accept_next).astype(np.int64)
+        by_string = np.empty(len(rest0) + 1, dtype=np.int32)
+        by_string[:-1] = np.repeat(np.where(restart, (first_of_byte - NO_TERM) * n, layout.dead), counts)
+        np.add(by_string[:-1], rest0, out=by_string[:-1], where=np.repeat(restart, counts))
+        by_string[self._rest0_dead] = layout.dead  # overwritten below where the byte continues the lexeme
+        by_string[-1] = layout.dead
+        firsts = set(first_of_byte[restart & self._byte_has_rest0].tolist())
+        ends: set[int] = set()
+        fallback = np.zeros(len(rest0) + 1, dtype=bool)
+        if x >= lexer.num_states:  # a first byte that kills the lexeme backs up to x's fallback
+            fallback[:-1] = np.repeat((delta == DEAD) & (accept_next == DEAD), counts)
+        if q != 0:
+            live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td.trie.root_children if delta[b] != DEAD]
+            blocks.new_blocks([item for item in live if (item[0], item[3]) not in blocks])
+            keys = [(b, st) for b, _, _, st in live]
+            if x < lexer.num_states:  # no fallback of its own: held blocks depend on accept_next only
+                keys = [k if blocks[k].code is not None else (*k, int(accept_next[k[0]])) for k in keys]
+                blocks.resolved_blocks([(it, k) for it, k in zip(live, keys) if k not in blocks])
+            held = []
+            for (b, lo, hi, st), key in zip(live, keys):
+                blk = blocks[key]
+                if blk.code is None:
+                    held.append((b, st))
+                    continue
+                by_string[lo:hi] = blk.code
+                firsts |= blk.firsts
+                ends |= blk.end_states
+            if held:
+                strings, first, rest = td.resolve(x, [(b, arrays) for (b, _), arrays in zip(held, td.subtrees(held))])
+                code, (f,), (e,) = blocks.codes(first, rest, np.zeros(len(first), dtype=np.int64), 1)
+                by_string[strings] = code
+                fallback[strings[first == FALLBACK]] = True
+                firsts |= f
+                ends |= e
+        tokens = self._string_of_token
+        groups: dict[tuple, list[int]] = {}
+        for e in sorted(ends):
+            groups.setdefault(lexer.continuations(e), []).append(e)
+        got = LexerView(
+            np.take(by_string, tokens),
+            tuple(sorted(firsts)),
+            tuple(tuple(g) for g in groups.values()),
+            pack(np.take(fallback, tokens)) if fallback.any() else None,
+        )
+        nbytes = got.code.nbytes + (0 if got.fallback is None else got.fallback.nbytes) + 512
+        return self._views.put(x, got, nbytes)
+
+
+def pack(allowed: np.ndarray) -> np.ndarray:
+    """Bool per token id -> uint32 words, low bit first."""
+    n = len(allowed)
+    packed = np.packbits(allowed, bitorder="little")
+    words = np.zeros((n + 31) // 32 * 4, dtype=np.uint8)
+    words[: len(packed)] = packed
+    return words.view(np.uint32)
