@@ -157,14 +157,27 @@ def child_masks(spec: Spec) -> dict:
 
 
 def child_mask_at(spec: Spec) -> dict:
-    """The mask (hex of its bytes) and ``is_complete`` after the token prefix ``spec["prefix"]``, in a fresh Masker."""
+    """The mask (hex of its bytes), ``is_complete`` and the text before it after the token prefix
+    ``spec["prefix"]``, in a fresh Masker; with ``spec["against"]`` (the other side's mask in hex)
+    also the number of differing bits and the first ``SHOW_BITS`` of them, with their bytes."""
+    import numpy as np
+
     vocab, masker, _ = load_cell(spec)
     state = masker.initial_state()
     for tok in spec["prefix"]:
         state = masker.advance(state, tok)
-    words = masker.mask(state)
-    return {"mask": words.astype("<i4").tobytes().hex(), "complete": bool(masker.is_complete(state)),
-            "vocab_size": vocab.vocab_size}
+    words = masker.mask(state).astype("<i4")
+    text = b"".join(vocab.token_bytes[t] or b"" for t in spec["prefix"])
+    result = {"mask": words.tobytes().hex(), "complete": bool(masker.is_complete(state)), "text_tail": repr(text[-60:])}
+    if "against" in spec:
+        other = np.frombuffer(bytes.fromhex(spec["against"]), dtype="<i4")
+        if other.shape != words.shape:
+            return {**result, "bits_differ": None, "examples": [f"mask shapes differ: {other.shape} vs {words.shape}"]}
+        differ = allowed_ids(other ^ words, vocab.vocab_size).tolist()
+        mine = set(allowed_ids(words, vocab.vocab_size).tolist())
+        result["bits_differ"] = len(differ)
+        result["examples"] = [f"{t} {vocab.token_bytes[t]!r} ({'new' if t in mine else 'old'} only)" for t in differ[:SHOW_BITS]]
+    return result
 
 
 def child_time(spec: Spec) -> dict:
@@ -257,49 +270,41 @@ def cell_spec(tree: Tree, grammar: str, tokenizer: str, mode: str, **extra: Any)
     }
 
 
-def first_difference(old: list[dict], new: list[dict]) -> dict | None:
-    """The first walk and step where the two sides' records differ, or None when all are equal."""
+def walk_difference(w: dict, v: dict | None) -> dict | None:
+    """Where walk ``w`` (old side) and ``v`` (new side, None when missing) first differ, or None."""
+    if v is None:
+        return {"walk": w["walk"], "step": 0, "prefix": [], "what": "walk missing on the new side"}
+    n = min(len(w["steps"]), len(v["steps"]))
+    step = next((i for i in range(n) if w["steps"][i] != v["steps"][i]), None)
+    if step is not None:
+        (d_old, c_old), (d_new, c_new) = w["steps"][step], v["steps"][step]
+        return {"walk": w["walk"], "step": step, "prefix": w["tokens"][:step],
+                "what": f"mask {'differs' if d_old != d_new else 'equal'}; is_complete old {c_old}, new {c_new}"}
+    if len(w["steps"]) != len(v["steps"]) or w["end"] != v["end"]:
+        return {"walk": w["walk"], "step": n, "prefix": w["tokens"][:n],
+                "what": f"walk ends differ: old {w['end']!r} after {len(w['steps'])} steps, "
+                        f"new {v['end']!r} after {len(v['steps'])}"}
+    return None
+
+
+def differences(old: list[dict], new: list[dict]) -> list[dict]:
+    """The first difference of every walk that differs, in the old side's order (walks only the new side has last)."""
     new_by_name = {w["walk"]: w for w in new}
-    for w in old:
-        v = new_by_name.get(w["walk"])
-        if v is None:
-            return {"walk": w["walk"], "step": 0, "prefix": [], "what": "walk missing on the new side"}
-        n = min(len(w["steps"]), len(v["steps"]))
-        step = next((i for i in range(n) if w["steps"][i] != v["steps"][i]), None)
-        if step is not None:
-            (_, c_old), (_, c_new) = w["steps"][step], v["steps"][step]
-            what = "mask differs" if w["steps"][step][0] != v["steps"][step][0] else "mask equal"
-            return {"walk": w["walk"], "step": step, "prefix": w["tokens"][:step],
-                    "what": f"{what}; is_complete old {c_old}, new {c_new}"}
-        if len(w["steps"]) != len(v["steps"]) or w["end"] != v["end"]:
-            return {"walk": w["walk"], "step": n, "prefix": w["tokens"][:n],
-                    "what": f"walk ends differ: old {w['end']!r} after {len(w['steps'])} steps, "
-                            f"new {v['end']!r} after {len(v['steps'])}"}
-    extra = set(new_by_name) - {w["walk"] for w in old}
-    return {"walk": sorted(extra)[0], "step": 0, "prefix": [], "what": "walk missing on the old side"} if extra else None
+    found = [d for w in old if (d := walk_difference(w, new_by_name.get(w["walk"])))]
+    extra = sorted(set(new_by_name) - {w["walk"] for w in old})
+    return found + [{"walk": name, "step": 0, "prefix": [], "what": "walk missing on the old side"} for name in extra]
 
 
 def explain(trees: dict[str, Tree], grammar: str, tokenizer: str, diff: dict) -> None:
-    """Replay the differing prefix in both trees and add the number of differing bits and some of them."""
-    import numpy as np
-
-    masks = {}
-    for side, tree in trees.items():
-        try:
-            masks[side] = tree.run(cell_spec(tree, grammar, tokenizer, "mask_at", prefix=diff["prefix"]))
-        except RuntimeError as e:
-            diff["replay"] = f"replay failed: {e}"
-            return
-    vocab_size = masks["old"]["vocab_size"]
-    words = {s: np.frombuffer(bytes.fromhex(m["mask"]), dtype="<i4") for s, m in masks.items()}
-    if words["old"].shape != words["new"].shape:
-        diff["replay"] = f"mask shapes differ: old {words['old'].shape}, new {words['new'].shape}"
+    """Replay the differing prefix in both trees (fresh processes) and add the differing bits to ``diff``."""
+    try:
+        old = trees["old"].run(cell_spec(trees["old"], grammar, tokenizer, "mask_at", prefix=diff["prefix"]))
+        new = trees["new"].run(cell_spec(trees["new"], grammar, tokenizer, "mask_at", prefix=diff["prefix"], against=old["mask"]))
+    except RuntimeError as e:
+        diff["replay"] = f"replay failed: {e}"
         return
-    xor = allowed_ids(words["old"] ^ words["new"], vocab_size).tolist()
-    in_old = set(allowed_ids(words["old"], vocab_size).tolist())
-    diff["bits_differ"] = len(xor)
-    diff["examples"] = [f"{t} ({'old' if t in in_old else 'new'} only)" for t in xor[:SHOW_BITS]]
-    diff["replay_complete"] = {s: m["complete"] for s, m in masks.items()}
+    diff.update(text_tail=old["text_tail"], bits_differ=new["bits_differ"], examples=new["examples"],
+                replay_complete={"old": old["complete"], "new": new["complete"]})
 
 
 def compare_masks(trees: dict[str, Tree], cells: list[tuple[str, str]], walks: int, out: Path) -> list[dict]:
@@ -320,11 +325,12 @@ def compare_masks(trees: dict[str, Tree], cells: list[tuple[str, str]], walks: i
             rows.append(row)
             print(f"{grammar:6} {tokenizer:7} ERROR {e}", flush=True)
             continue
-        diff = first_difference(records["old"], records["new"])
+        diffs = differences(records["old"], records["new"])
+        diff = diffs[0] if diffs else None
         if diff:
             explain(trees, grammar, tokenizer, diff)
         row.update(
-            identical=diff is None, walks=len(records["old"]), steps=sum(len(w["steps"]) for w in records["old"]),
+            identical=diff is None, walks_differ=[d["walk"] for d in diffs], walks=len(records["old"]), steps=sum(len(w["steps"]) for w in records["old"]),
             program_steps=sum(len(w["steps"]) for w in records["old"] if w["walk"].startswith("program")),
             ends=sorted({w["end"].split(":")[0] for w in records["old"] if w["walk"].startswith("random")}),
             difference=diff,
@@ -332,8 +338,13 @@ def compare_masks(trees: dict[str, Tree], cells: list[tuple[str, str]], walks: i
         )
         rows.append(row)
         print(f"{grammar:6} {tokenizer:7} {row['walks']} walks, {row['steps']} steps: "
-              f"{'identical' if diff is None else 'DIFFER ' + describe(diff)}  ({row['seconds']:.0f} s)", flush=True)
+              f"{verdict(row).replace('**', '') + (': ' + describe(diff) if diff else '')}  ({row['seconds']:.0f} s)", flush=True)
     return rows
+
+
+def verdict(row: dict) -> str:
+    """A masks row's verdict: identical, or how many walks differ."""
+    return "identical" if row["identical"] else f"**DIFFER** in {len(row['walks_differ'])} of {row['walks']} walks"
 
 
 def run_timed(tree: Tree, spec: Spec) -> tuple[dict, float]:
@@ -347,9 +358,11 @@ def describe(diff: dict) -> str:
     """One line for a mask difference."""
     prefix = diff["prefix"]
     shown = ("... " if len(prefix) > 12 else "") + " ".join(map(str, prefix[-12:]))
-    text = f"{diff['walk']}, step {diff['step']} (after {len(prefix)} tokens: [{shown}]): {diff['what']}"
+    text = f"{diff['walk']}, step {diff['step']} (after {len(prefix)} tokens: [{shown}]"
+    text += f", text ending {diff['text_tail']}): " if "text_tail" in diff else "): "
+    text += diff["what"]
     if "bits_differ" in diff:
-        text += f"; replayed: {diff['bits_differ']} bits differ, e.g. {', '.join(diff['examples'])}"
+        text += f"; replayed in fresh processes: {diff['bits_differ']} bits differ, e.g. {', '.join(diff['examples'])}"
     return text + (f"; {diff['replay']}" if "replay" in diff else "")
 
 
@@ -419,9 +432,8 @@ def render(meta: dict, masks: list[dict] | None, timing: list[dict] | None) -> s
             if "error" in r:
                 lines.append(f"| {r['grammar']} | {r['tokenizer']} | - | - | - | ERROR | {one_line(r['error'])} |")
                 continue
-            verdict = "identical" if r["identical"] else "**DIFFER**"
             lines.append(f"| {r['grammar']} | {r['tokenizer']} | {r['walks']} | {r['steps']} ({r['program_steps']}) | "
-                         f"{', '.join(r['ends'])} | {verdict} | {describe(r['difference']) if r['difference'] else '-'} |")
+                         f"{', '.join(r['ends'])} | {verdict(r)} | {describe(r['difference']) if r['difference'] else '-'} |")
     if timing is not None:
         lines += [
             "", f"## Timing ({'all within 10%' if all(r['ok'] for r in timing) else 'MISS'})", "",
