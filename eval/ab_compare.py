@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -96,9 +96,11 @@ def allowed_ids(words: Any, vocab_size: int) -> Any:
     return np.flatnonzero(bits)
 
 
-def record_walk(masker: Any, vocab: Any, name: str, choose) -> dict:
-    """Walk from the initial state; ``choose(step, words)`` gives the next token or None to stop."""
-    state, tokens, steps, end = masker.initial_state(), [], [], "done"
+def record_walk(masker: Any, vocab: Any, name: str, choose: Callable[[int, Any], int | str | None]) -> dict:
+    """Walk from the initial state; ``choose(step, words)`` gives the next token, or why to stop
+    (a string, or None when done). A rejected token ends the walk: its error type is compared,
+    its message (wording may change) is kept apart."""
+    state, tokens, steps, end, message = masker.initial_state(), [], [], "done", None
     while True:
         words = masker.mask(state)
         steps.append([hashlib.sha256(words.tobytes()).hexdigest(), bool(masker.is_complete(state))])
@@ -113,17 +115,18 @@ def record_walk(masker: Any, vocab: Any, name: str, choose) -> dict:
         try:
             state = masker.advance(state, tok)
         except Exception as e:  # noqa: BLE001 -- a rejection is a result to compare, not a crash
-            end = f"error {type(e).__name__}: {str(e)[:200]}"
+            end, message = f"error {type(e).__name__}", str(e)[:300]
             break
-    return {"walk": name, "tokens": tokens, "steps": steps, "end": end}
+    return {"walk": name, "tokens": tokens, "steps": steps, "end": end, "message": message}
 
 
-def random_chooser(seed: str, vocab: Any, max_steps: int, short: bool):
+def random_chooser(seed: str, vocab: Any, max_steps: int, short: bool) -> Callable[[int, Any], int | str | None]:
     """Uniform choice among allowed tokens (``short``: of at most ``SHORT_BYTES`` bytes, when there are
     any), EOS with probability ``EOS_PROB`` when allowed; seeded."""
     rng = random.Random(seed)
     eos = set(vocab.eos_token_ids)
-    is_short = [b is not None and len(b) <= SHORT_BYTES for b in vocab.token_bytes] + [False] * vocab.vocab_size
+    is_short = [b is not None and len(b) <= SHORT_BYTES for b in vocab.token_bytes]
+    is_short += [False] * (vocab.vocab_size - len(is_short))
 
     def choose(step: int, words: Any) -> int | str | None:
         if step >= max_steps:
@@ -147,7 +150,8 @@ def child_masks(spec: Spec) -> dict:
     vocab, masker, _ = load_cell(spec)
     walks = []
     for name, ids in program_walks(spec, vocab):
-        walks.append(record_walk(masker, vocab, f"program {name}", lambda i, _w, ids=ids: ids[i] if i < len(ids) else None))
+        follow = lambda i, _words, ids=ids: ids[i] if i < len(ids) else None  # noqa: E731
+        walks.append(record_walk(masker, vocab, f"program {name}", follow))
     for k in range(spec["walks"]):
         chooser = random_chooser(f"{spec['cell']}/{k}", vocab, spec["max_steps"], short=k % 2 == 1)
         walks.append(record_walk(masker, vocab, f"random {k}{' short' if k % 2 else ''}", chooser))
@@ -168,15 +172,17 @@ def child_mask_at(spec: Spec) -> dict:
         state = masker.advance(state, tok)
     words = masker.mask(state).astype("<i4")
     text = b"".join(vocab.token_bytes[t] or b"" for t in spec["prefix"])
-    result = {"mask": words.tobytes().hex(), "complete": bool(masker.is_complete(state)), "text_tail": repr(text[-60:])}
+    result = {"mask": words.tobytes().hex(), "complete": bool(masker.is_complete(state)),
+              "text_tail": repr(text[-60:])}
     if "against" in spec:
         other = np.frombuffer(bytes.fromhex(spec["against"]), dtype="<i4")
         if other.shape != words.shape:
-            return {**result, "bits_differ": None, "examples": [f"mask shapes differ: {other.shape} vs {words.shape}"]}
+            return {**result, "bits_differ": None, "examples": [f"shapes differ: {other.shape} vs {words.shape}"]}
         differ = allowed_ids(other ^ words, vocab.vocab_size).tolist()
         mine = set(allowed_ids(words, vocab.vocab_size).tolist())
         result["bits_differ"] = len(differ)
-        result["examples"] = [f"{t} {vocab.token_bytes[t]!r} ({'new' if t in mine else 'old'} only)" for t in differ[:SHOW_BITS]]
+        shown = {t: "EOS" if t in vocab.eos_token_ids else repr(vocab.token_bytes[t]) for t in differ[:SHOW_BITS]}
+        result["examples"] = [f"{t} {b} ({'new' if t in mine else 'old'} only)" for t, b in shown.items()]
     return result
 
 
@@ -216,37 +222,38 @@ class Tree:
 
     def __init__(self, side: str, rev: str, tmp: Path, runner: Path, timeout: float) -> None:
         self.side, self.rev, self.runner, self.timeout = side, rev, runner, timeout
+        self.commit = git("rev-parse", "--verify", f"{'HEAD' if rev == WORKTREE else rev}^{{commit}}")
+        self.uncommitted = rev == WORKTREE and bool(git("status", "--porcelain", "--untracked-files=no"))
         if rev == WORKTREE:
-            head = git("rev-parse", "HEAD")
-            dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
-            self.path, self.commit = ROOT, head + ("+uncommitted" if dirty else "")
+            self.path = ROOT
         else:
-            self.commit = git("rev-parse", "--verify", f"{rev}^{{commit}}")
             self.path = tmp / side
             self.path.mkdir()
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", self.commit], capture_output=True, check=True)
-            subprocess.run(["tar", "-x", "-C", str(self.path)], input=archive.stdout, check=True)
-        self.subject = git("log", "-1", "--format=%s", self.commit.split("+")[0])
+            tar = subprocess.run(["git", "-C", str(ROOT), "archive", self.commit], stdout=subprocess.PIPE, check=True)
+            subprocess.run(["tar", "-x", "-C", str(self.path)], input=tar.stdout, check=True)
+        self.subject = git("log", "-1", "--format=%s", self.commit)
         # Byte-compile first, so that no timed run pays for writing __pycache__.
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(self.path / "greatgramma")], check=True)
 
     def label(self) -> str:
-        return f"{self.rev} ({self.commit[:12]})"
+        return f"{self.rev} ({self.commit[:12]}{' + uncommitted changes' if self.uncommitted else ''})"
 
     def run(self, spec: Spec) -> dict:
-        """Run ``child_main(spec)`` in a fresh process on this tree's source; raise RuntimeError on failure."""
+        """``child_main(spec)`` run in a fresh process on this tree's source, with its wall time ``wall_s``;
+        raises RuntimeError when the child fails or imported another greatgramma."""
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(self.path), str(self.runner)])}
+        t0 = time.perf_counter()
         try:
             proc = subprocess.run(
                 [sys.executable, "-m", "ab_compare", "--child", json.dumps(spec)],
                 cwd=self.path, env=env, capture_output=True, text=True, timeout=self.timeout,
             )
         except subprocess.TimeoutExpired:
-            raise RuntimeError(f"{self.side}: {spec['mode']} {spec['cell']} timed out after {self.timeout:.0f} s") from None
+            raise RuntimeError(f"{self.side}: {spec['mode']} {spec['cell']} timed out ({self.timeout:.0f} s)") from None
         if proc.returncode:
             tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
             raise RuntimeError(f"{self.side}: {spec['mode']} {spec['cell']} failed (exit {proc.returncode}):\n{tail}")
-        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        result = {**json.loads(proc.stdout.strip().splitlines()[-1]), "wall_s": time.perf_counter() - t0}
         imported = Path(result["greatgramma_file"]).resolve()
         if not imported.is_relative_to(self.path.resolve()):
             raise RuntimeError(f"{self.side}: the child imported {imported}, not the tree at {self.path}")
@@ -297,9 +304,11 @@ def differences(old: list[dict], new: list[dict]) -> list[dict]:
 
 def explain(trees: dict[str, Tree], grammar: str, tokenizer: str, diff: dict) -> None:
     """Replay the differing prefix in both trees (fresh processes) and add the differing bits to ``diff``."""
+    prefix = diff["prefix"]
     try:
-        old = trees["old"].run(cell_spec(trees["old"], grammar, tokenizer, "mask_at", prefix=diff["prefix"]))
-        new = trees["new"].run(cell_spec(trees["new"], grammar, tokenizer, "mask_at", prefix=diff["prefix"], against=old["mask"]))
+        old = trees["old"].run(cell_spec(trees["old"], grammar, tokenizer, "mask_at", prefix=prefix))
+        new_spec = cell_spec(trees["new"], grammar, tokenizer, "mask_at", prefix=prefix, against=old["mask"])
+        new = trees["new"].run(new_spec)
     except RuntimeError as e:
         diff["replay"] = f"replay failed: {e}"
         return
@@ -307,51 +316,50 @@ def explain(trees: dict[str, Tree], grammar: str, tokenizer: str, diff: dict) ->
                 replay_complete={"old": old["complete"], "new": new["complete"]})
 
 
+def record_cell(trees: dict[str, Tree], grammar: str, tokenizer: str, walks: int, out: Path) -> dict[str, list[dict]]:
+    """Each side's walk records for one cell (written under ``out/masks/<side>/``)."""
+    records = {}
+    for side, tree in trees.items():
+        path = out / "masks" / side / f"{grammar}-{tokenizer}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tree.run(cell_spec(tree, grammar, tokenizer, "masks", walks=walks, max_steps=MAX_STEPS, out=str(path)))
+        records[side] = [json.loads(line) for line in path.read_text().splitlines()]
+    return records
+
+
 def compare_masks(trees: dict[str, Tree], cells: list[tuple[str, str]], walks: int, out: Path) -> list[dict]:
     """Record every walk's digests in both trees and compare them cell by cell."""
     rows = []
     for grammar, tokenizer in cells:
         row: dict[str, Any] = {"grammar": grammar, "tokenizer": tokenizer}
-        records, t0 = {}, time.perf_counter()
+        t0 = time.perf_counter()
         try:
-            for side, tree in trees.items():
-                path = out / "masks" / side / f"{grammar}-{tokenizer}.jsonl"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                spec = cell_spec(tree, grammar, tokenizer, "masks", walks=walks, max_steps=MAX_STEPS, out=str(path))
-                row[f"{side}_seconds"] = run_timed(tree, spec)[1]
-                records[side] = [json.loads(line) for line in path.read_text().splitlines()]
+            records = record_cell(trees, grammar, tokenizer, walks, out)
         except RuntimeError as e:
-            row.update(identical=False, error=str(e))
-            rows.append(row)
+            rows.append({**row, "identical": False, "error": str(e)})
             print(f"{grammar:6} {tokenizer:7} ERROR {e}", flush=True)
             continue
         diffs = differences(records["old"], records["new"])
-        diff = diffs[0] if diffs else None
-        if diff:
-            explain(trees, grammar, tokenizer, diff)
+        if diffs:
+            explain(trees, grammar, tokenizer, diffs[0])
+        old = records["old"]
         row.update(
-            identical=diff is None, walks_differ=[d["walk"] for d in diffs], walks=len(records["old"]), steps=sum(len(w["steps"]) for w in records["old"]),
-            program_steps=sum(len(w["steps"]) for w in records["old"] if w["walk"].startswith("program")),
-            ends=sorted({w["end"].split(":")[0] for w in records["old"] if w["walk"].startswith("random")}),
-            difference=diff,
+            identical=not diffs, difference=diffs[0] if diffs else None, walks_differ=[d["walk"] for d in diffs],
+            walks=len(old), steps=sum(len(w["steps"]) for w in old),
+            program_steps=sum(len(w["steps"]) for w in old if w["walk"].startswith("program")),
+            ends=sorted({w["end"] for w in old if w["walk"].startswith("random")}),
             seconds=time.perf_counter() - t0,
         )
         rows.append(row)
-        print(f"{grammar:6} {tokenizer:7} {row['walks']} walks, {row['steps']} steps: "
-              f"{verdict(row).replace('**', '') + (': ' + describe(diff) if diff else '')}  ({row['seconds']:.0f} s)", flush=True)
+        found = ": " + describe(diffs[0]) if diffs else ""
+        print(f"{grammar:6} {tokenizer:7} {len(old)} walks, {row['steps']} steps: "
+              f"{verdict(row).replace('**', '')}{found}  ({row['seconds']:.0f} s)", flush=True)
     return rows
 
 
 def verdict(row: dict) -> str:
     """A masks row's verdict: identical, or how many walks differ."""
     return "identical" if row["identical"] else f"**DIFFER** in {len(row['walks_differ'])} of {row['walks']} walks"
-
-
-def run_timed(tree: Tree, spec: Spec) -> tuple[dict, float]:
-    """A child's result and its wall-clock seconds."""
-    t0 = time.perf_counter()
-    result = tree.run(spec)
-    return result, time.perf_counter() - t0
 
 
 def describe(diff: dict) -> str:
@@ -376,7 +384,7 @@ VERDICT_KEYS = ("preprocess_s", "mask_mean_ms")
 
 
 def compare_timing(trees: dict[str, Tree], cells: list[tuple[str, str]], runs: int) -> list[dict]:
-    """Fresh-process timing of every cell, the sides interleaved, runs of all cells in turn; medians, ratios, verdicts."""
+    """Fresh-process timing of every cell, sides interleaved, runs of all cells in turn; medians, ratios, verdicts."""
     got: dict[tuple[str, str], dict[str, list[dict]]] = {c: {s: [] for s in SIDES} for c in cells}
     errors: dict[tuple[str, str], str] = {}
     for i, order in enumerate(interleaved(runs)):
@@ -393,7 +401,7 @@ def compare_timing(trees: dict[str, Tree], cells: list[tuple[str, str]], runs: i
                     continue
                 got[cell][side].append({**r, "load": load})
                 print(f"run {i + 1}/{runs} {cell[0]:6} {cell[1]:7} {side}: preprocess {r['preprocess_s']:6.2f} s, "
-                      f"mask mean {r['mask_mean_ms']:6.3f} ms", flush=True)
+                      f"mask mean {r['mask_mean_ms']:6.3f} ms (load {load:.1f})", flush=True)
     rows = []
     for (grammar, tokenizer), by_side in got.items():
         row: dict[str, Any] = {"grammar": grammar, "tokenizer": tokenizer, "runs": by_side}
@@ -411,57 +419,76 @@ def compare_timing(trees: dict[str, Tree], cells: list[tuple[str, str]], runs: i
 
 def render(meta: dict, masks: list[dict] | None, timing: list[dict] | None) -> str:
     """The Markdown report."""
-    lines = [
-        f"# A/B: {meta['old']['label']} -> {meta['new']['label']}",
-        "",
-        f"- old: `{meta['old']['commit']}` {meta['old']['subject']}",
-        f"- new: `{meta['new']['commit']}` {meta['new']['subject']}",
-        f"- {meta['date']}, {meta['machine']}, {meta['cpus']} CPUs, Python {meta['python']}; "
-        f"load average {meta['load_start']:.2f} at the start, {meta['load_end']:.2f} at the end; {meta['seconds']:.0f} s in all.",
+    lines = [f"# A/B: {meta['old']['label']} -> {meta['new']['label']}", ""]
+    for side in SIDES:
+        m = meta[side]
+        lines.append(f"- {side}: `{m['commit']}`{' + uncommitted changes' if m['uncommitted'] else ''} {m['subject']}")
+    lines += [
+        f"- {meta['date']}, {meta['machine']}, {meta['cpus']} CPUs, Python {meta['python']}; 1-minute load average "
+        f"{meta['load_start']:.2f} at the start, {meta['load_end']:.2f} at the end; {meta['seconds']:.0f} s in all.",
         f"- Command: `{meta['command']}`",
     ]
     if masks is not None:
-        lines += [
-            "", f"## Masks ({'all identical' if all(r['identical'] for r in masks) else 'DIFFER'})", "",
-            f"sha256 of every `mask()` and `is_complete()` on every benchmark program's token walk and "
-            f"{meta['walks']} seeded random walks of up to {MAX_STEPS} tokens per cell.", "",
-            "| grammar | tokenizer | walks | steps (programs) | random walks end | masks | first difference |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for r in masks:
-            if "error" in r:
-                lines.append(f"| {r['grammar']} | {r['tokenizer']} | - | - | - | ERROR | {one_line(r['error'])} |")
-                continue
-            lines.append(f"| {r['grammar']} | {r['tokenizer']} | {r['walks']} | {r['steps']} ({r['program_steps']}) | "
-                         f"{', '.join(r['ends'])} | {verdict(r)} | {describe(r['difference']) if r['difference'] else '-'} |")
+        lines += render_masks(masks, meta["walks"])
     if timing is not None:
-        lines += [
-            "", f"## Timing ({'all within 10%' if all(r['ok'] for r in timing) else 'MISS'})", "",
-            f"Medians of {meta['runs']} fresh processes per side, run in the order old, new, new, old, ... "
-            f"(runs of all cells in turn). Preprocessing: tokenizer load + compile + `Masker`, cold. Mask: every "
-            f"`mask()` on the program walks. Ratio new/old; the verdict needs preprocessing and mean mask ratios <= {TOLERANCE:.2f}.",
-            "", "| grammar | tokenizer | preprocess s old | new | ratio | mask mean ms old | new | ratio "
-            "| median ms old / new | p99 ms old / new | RSS MiB old / new | verdict |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in timing:
-            if "error" in r:
-                lines.append(f"| {r['grammar']} | {r['tokenizer']} | | | | | | | | | | ERROR: {one_line(r['error'])} |")
-                continue
-            o, n, q = r["old"], r["new"], r["ratio"]
-            lines.append(
-                f"| {r['grammar']} | {r['tokenizer']} | {o['preprocess_s']:.2f} | {n['preprocess_s']:.2f} | "
-                f"{q['preprocess_s']:.2f} | {o['mask_mean_ms']:.3f} | {n['mask_mean_ms']:.3f} | {q['mask_mean_ms']:.2f} | "
-                f"{o['mask_median_ms']:.3f} / {n['mask_median_ms']:.3f} | {o['mask_p99_ms']:.2f} / {n['mask_p99_ms']:.2f} | "
-                f"{o['peak_rss_mib']:.0f} / {n['peak_rss_mib']:.0f} | {'within 10%' if r['ok'] else '**MISS**'} |"
-            )
+        lines += render_timing(timing, meta["runs"])
     return "\n".join(lines) + "\n"
 
 
-def one_line(text: str, n: int = 160) -> str:
-    """``text`` on one line, cut to ``n`` characters, safe in a table cell."""
+def render_masks(rows: list[dict], walks: int) -> list[str]:
+    """The masks section of the report."""
+    lines = [
+        "", f"## Masks ({'all identical' if all(r['identical'] for r in rows) else 'DIFFER'})", "",
+        f"sha256 of every `mask()` and `is_complete()` on every benchmark program's token walk and {walks} seeded "
+        f"random walks of up to {MAX_STEPS} tokens per cell (odd-numbered ones among tokens of at most "
+        f"{SHORT_BYTES} bytes).",
+        "", "| grammar | tokenizer | walks | steps (programs) | random walks end | masks | first difference |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cell = f"| {r['grammar']} | {r['tokenizer']} |"
+        if "error" in r:
+            lines.append(f"{cell} - | - | - | ERROR | {one_line(r['error'])} |")
+            continue
+        found = one_line(describe(r["difference"]), 1000) if r["difference"] else "-"
+        lines.append(f"{cell} {r['walks']} | {r['steps']} ({r['program_steps']}) | {', '.join(r['ends'])} | "
+                     f"{verdict(r)} | {found} |")
+    return lines
+
+
+def render_timing(rows: list[dict], runs: int) -> list[str]:
+    """The timing section of the report."""
+    loads = [run["load"] for r in rows for side in SIDES for run in r["runs"][side]] or [0.0]
+    lines = [
+        "", f"## Timing ({'all within 10%' if all(r['ok'] for r in rows) else 'MISS'})", "",
+        f"Medians of {runs} fresh processes per side, run in the order old, new, new, old, ... (runs of all cells in "
+        f"turn; 1-minute load average {min(loads):.1f}-{max(loads):.1f} at their starts). Preprocessing: tokenizer "
+        f"load + compile + `Masker`, cold. Mask: every `mask()` on the program walks. Ratio new/old; the verdict "
+        f"needs the preprocessing and mean mask ratios <= {TOLERANCE:.2f}.",
+        "", "| grammar | tokenizer | preprocess s old | new | ratio | mask mean ms old | new | ratio "
+        "| median ms old / new | p99 ms old / new | RSS MiB old / new | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cell = f"| {r['grammar']} | {r['tokenizer']} |"
+        if "error" in r:
+            lines.append(f"{cell} | | | | | | | | | ERROR: {one_line(r['error'])} |")
+            continue
+        o, n, q = r["old"], r["new"], r["ratio"]
+        lines.append(
+            f"{cell} {o['preprocess_s']:.2f} | {n['preprocess_s']:.2f} | {q['preprocess_s']:.2f} | "
+            f"{o['mask_mean_ms']:.3f} | {n['mask_mean_ms']:.3f} | {q['mask_mean_ms']:.2f} | "
+            f"{o['mask_median_ms']:.3f} / {n['mask_median_ms']:.3f} | "
+            f"{o['mask_p99_ms']:.2f} / {n['mask_p99_ms']:.2f} | "
+            f"{o['peak_rss_mib']:.0f} / {n['peak_rss_mib']:.0f} | {'within 10%' if r['ok'] else '**MISS**'} |"
+        )
+    return lines
+
+
+def one_line(text: str, n: int = 240) -> str:
+    """``text`` on one line, safe in a table cell; over ``n`` characters, its start and end."""
     flat = " ".join(text.split()).replace("|", "\\|")
-    return flat if len(flat) <= n else flat[: n - 3] + "..."
+    return flat if len(flat) <= n else flat[: n // 3] + " ... " + flat[-(n - n // 3 - 5):]
 
 
 def cells_for(grammars: list[str] | None, default: tuple[str, ...], tokenizers: list[str]) -> list[tuple[str, str]]:
@@ -469,9 +496,10 @@ def cells_for(grammars: list[str] | None, default: tuple[str, ...], tokenizers: 
     return [(g, tk) for tk in tokenizers for g in (grammars or default)]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The command line."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("old_rev", nargs="?", help="git revision (or WORKTREE)")
+    ap.add_argument("old_rev", nargs="?", help=f"git revision (or {WORKTREE})")
     ap.add_argument("new_rev", nargs="?", help=f"git revision, or {WORKTREE}: this checkout with uncommitted changes")
     ap.add_argument("--masks", action="store_true", help="compare masks on the walks")
     ap.add_argument("--timing", action="store_true", help="interleaved timing")
@@ -485,11 +513,17 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the exported trees (their path is printed)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if not args.child and not (args.old_rev and args.new_rev):
+        ap.error("OLD_REV and NEW_REV are required")
+    args.out = args.out.resolve()  # children write digests there from their own cwd
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     if args.child:
         print(json.dumps(child_main(json.loads(args.child))))
         return
-    if not (args.old_rev and args.new_rev):
-        ap.error("OLD_REV and NEW_REV are required")
     if not (SHARED / "bench" / "programs").is_dir():
         sys.exit(f"benchmark programs not found under {SHARED}; see eval/README.md")
     do_masks, do_timing = (args.masks, args.timing) if args.masks or args.timing else (True, True)
@@ -499,29 +533,33 @@ def main() -> None:
         runner = tmp / "runner"
         runner.mkdir()
         shutil.copy(Path(__file__), runner / "ab_compare.py")
-        trees = {side: Tree(side, rev, tmp, runner, args.timeout) for side, rev in zip(SIDES, (args.old_rev, args.new_rev))}
+        revs = (args.old_rev, args.new_rev)
+        trees = {side: Tree(side, rev, tmp, runner, args.timeout) for side, rev in zip(SIDES, revs)}
         for tree in trees.values():
             print(f"{tree.side}: {tree.label()} {tree.subject} -> {tree.path}", flush=True)
         args.out.mkdir(parents=True, exist_ok=True)
-        masks = compare_masks(trees, cells_for(args.grammars, MASK_GRAMMARS, args.tokenizers), args.walks, args.out) if do_masks else None
-        timing = compare_timing(trees, cells_for(args.grammars, TIMING_GRAMMARS, args.tokenizers), args.runs) if do_timing else None
+        masks = timing = None
+        if do_masks:
+            masks = compare_masks(trees, cells_for(args.grammars, MASK_GRAMMARS, args.tokenizers), args.walks, args.out)
+        if do_timing:
+            timing = compare_timing(trees, cells_for(args.grammars, TIMING_GRAMMARS, args.tokenizers), args.runs)
     finally:
         if args.keep:
             print(f"exported trees kept in {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     meta = {
-        "old": {"rev": args.old_rev, "commit": trees["old"].commit, "subject": trees["old"].subject, "label": trees["old"].label()},
-        "new": {"rev": args.new_rev, "commit": trees["new"].commit, "subject": trees["new"].subject, "label": trees["new"].label()},
+        **{side: {"rev": t.rev, "commit": t.commit, "uncommitted": t.uncommitted, "subject": t.subject,
+                  "label": t.label()} for side, t in trees.items()},
         "date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.platform(), "cpus": os.cpu_count(),
         "python": platform.python_version(), "load_start": load_start, "load_end": os.getloadavg()[0],
         "seconds": time.perf_counter() - start, "runs": args.runs, "walks": args.walks,
         "command": "python -m eval.ab_compare " + " ".join(sys.argv[1:]),
     }
+    report = render(meta, masks, timing)
     (args.out / "ab.json").write_text(json.dumps({"meta": meta, "masks": masks, "timing": timing}, indent=1))
-    (args.out / "ab.md").write_text(render(meta, masks, timing))
-    print(render(meta, masks, timing))
-    print(f"wrote {args.out / 'ab.md'} and {args.out / 'ab.json'}")
+    (args.out / "ab.md").write_text(report)
+    print(report + f"wrote {args.out / 'ab.md'} and {args.out / 'ab.json'}")
     failed = (masks and not all(r["identical"] for r in masks)) or (timing and not all(r["ok"] for r in timing))
     sys.exit(1 if failed else 0)
 
