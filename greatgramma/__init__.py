@@ -1,7 +1,6 @@
 """greatgramma: exact grammar-constrained decoding for Lark LALR grammars over LLM tokenizers."""
 
-from .artifact import load
-from .compiled import CompiledGrammar, compile
+from .compiled import CompiledGrammar, compile, load
 from .errors import (
     ArtifactError,
     GrammarError,
@@ -15,9 +14,8 @@ from .errors import (
 from .grammar import Grammar
 from .indenter import Indenter
 from .masker import Masker, State
+from .version import __version__
 from .vocab import Vocabulary
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ArtifactError",

@@ -24,112 +24,81 @@ import io
 import json
 import os
 import secrets
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from .codes import DEAD, END
-from .compiled import CompiledGrammar, lexing_transducer, masking_tables
-from .errors import ArtifactError, GrammarWarning, GreatGrammaError
+from .errors import ArtifactError, GreatGrammaError
 from .grammar import Grammar
 from .indenter import Indenter
-from .lexer import MAX_BACKTRACK, LexerDFA, TerminalSpec
+from .lexer import MAX_BACKTRACK, TerminalSpec
 from .lexing import LexingTransducer
 from .parse_table import ParseTable
-from .subtrees import SubtreeWalks
-from .transducer import TokenTransducer
-from .trie import TokenTrie
+from .version import __version__
 from .vocab import Vocabulary
 
 MAGIC = "greatgramma-compiled"
 FORMAT_VERSION = 4
 
 
-def _library_version() -> str:
-    from . import __version__
-
-    return __version__
-
-
-class _Invalid(ValueError):
+class Invalid(ValueError):
     """What is wrong with a file; ``load`` reports it as an ArtifactError naming the file."""
 
 
 # ------------------------------------------------------------------ save
 
 
-def save(compiled: CompiledGrammar, path: str | os.PathLike) -> None:
-    """Write ``compiled`` to ``path`` (layout: module docstring).
+def write(path: str | os.PathLike, header: dict, arrays: dict[str, np.ndarray]) -> None:
+    """Write a compiled grammar's tables (``header``: its ``grammar``, ``vocab``, ``terminals``,
+    ``lalr``, ``preprocessed_subtrees`` and ``timings`` fields; layout: module docstring).
 
     Atomic: the file is written under a temporary name in the same directory and renamed over
     ``path``, so a save that fails leaves a previous artifact at ``path`` as it was.
     """
-    arrays = _arrays(compiled)
+    arrays = {name: np.ascontiguousarray(arrays[name], dtype=dtype) for name, (dtype, _) in ARRAYS.items()}
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     payload = buf.getvalue()
-    header = _header(compiled, hashlib.sha256(payload).hexdigest())
-    _write_atomically(Path(path), [json.dumps(header).encode("utf-8") + b"\n", payload])
+    full = {"magic": MAGIC, "format": FORMAT_VERSION, "library_version": __version__, **header}
+    full["payload_sha256"] = hashlib.sha256(payload).hexdigest()
+    _write_atomically(Path(path), [json.dumps(full).encode("utf-8") + b"\n", payload])
 
 
-def _arrays(compiled: CompiledGrammar) -> dict[str, np.ndarray]:
-    """Every array the file holds, with the dtypes :data:`_ARRAYS` names."""
-    v = compiled.vocab
-    outcomes = compiled.transducer.to_arrays()  # before the extended states they name
-    lengths = np.array([-1 if b is None else len(b) for b in v.token_bytes], dtype=np.int64)
-    arrays = {
-        "vocab_bytes": np.frombuffer(b"".join(b for b in v.token_bytes if b is not None), dtype=np.uint8),
-        "vocab_lengths": lengths,
-        **_prefixed("lexer_", compiled.lexer.dfa.to_arrays()),
-        **_prefixed("lexer_", compiled.lexer.to_arrays()),
-        **_prefixed("lalr_", compiled.parse_table.to_arrays()),
-        **_prefixed("trie_", compiled.trie.to_arrays()),
-        **outcomes,
+def grammar_header(g: Grammar) -> dict:
+    """The header's ``grammar`` field."""
+    return {
+        "text": g.text,
+        "text_sha256": _sha256_text(g.text),
+        "start": g.start,
+        "source": g.source,
+        "fingerprint": g.fingerprint(),
+        "indenter": g.indenter.to_dict() if g.indenter is not None else None,
     }
-    return {name: np.ascontiguousarray(arrays[name], dtype=dtype) for name, (dtype, _) in _ARRAYS.items()}
 
 
-def _prefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def vocab_header(v: Vocabulary) -> dict:
+    """The header's ``vocab`` field."""
+    return {"vocab_size": v.vocab_size, "eos_token_ids": list(v.eos_token_ids), "fingerprint": v.fingerprint()}
+
+
+def vocab_arrays(v: Vocabulary) -> dict[str, np.ndarray]:
+    """The token bytes as arrays (all concatenated, and lengths: -1 for none)."""
+    return {
+        "vocab_bytes": np.frombuffer(b"".join(b for b in v.token_bytes if b is not None), dtype=np.uint8),
+        "vocab_lengths": np.array([-1 if b is None else len(b) for b in v.token_bytes], dtype=np.int64),
+    }
+
+
+def prefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {prefix + name: x for name, x in arrays.items()}
 
 
-def _unprefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def unprefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {name[len(prefix) :]: x for name, x in arrays.items() if name.startswith(prefix)}
-
-
-def _header(compiled: CompiledGrammar, payload_sha256: str) -> dict:
-    g, v = compiled.grammar, compiled.vocab
-    return {
-        "magic": MAGIC,
-        "format": FORMAT_VERSION,
-        "library_version": _library_version(),
-        "grammar": {
-            "text": g.text,
-            "text_sha256": _sha256_text(g.text),
-            "start": g.start,
-            "source": g.source,
-            "fingerprint": g.fingerprint(),
-            "indenter": g.indenter.to_dict() if g.indenter is not None else None,
-        },
-        "vocab": {"vocab_size": v.vocab_size, "eos_token_ids": list(v.eos_token_ids), "fingerprint": v.fingerprint()},
-        **_header_tables(compiled),
-        "timings": dict(compiled.timings),
-        "payload_sha256": payload_sha256,
-    }
-
-
-def _header_tables(compiled: CompiledGrammar) -> dict:
-    """The header's part that describes tables (what ``verify`` compares besides the arrays)."""
-    lalr = compiled.parse_table.to_header()
-    return {
-        "terminals": [asdict(t) for t in compiled.lexer.terminals],
-        "lalr": {**lalr, "start_state": int(lalr["start_state"]), "end_state": int(lalr["end_state"])},
-        "preprocessed_subtrees": int(compiled.preprocessed_subtrees),
-    }
 
 
 def _sha256_text(text: str) -> str:
@@ -229,20 +198,20 @@ def _field(where: str) -> str:
 
 
 def _check_json(value: object, schema: object, where: str = "") -> None:
-    """Raise _Invalid unless ``value`` has exactly the fields and types ``schema`` names."""
+    """Raise Invalid unless ``value`` has exactly the fields and types ``schema`` names."""
     if isinstance(schema, dict):
         if not isinstance(value, dict):
-            raise _Invalid(f"{_field(where)} must be an object, not {_json_kind(value)}")
+            raise Invalid(f"{_field(where)} must be an object, not {_json_kind(value)}")
         missing = [k for k in schema if k not in value]
         extra = [k for k in value if k not in schema]
         if missing or extra:
             what = [f"lacks {', '.join(missing)}"] * bool(missing) + [f"has unexpected {', '.join(extra)}"] * bool(extra)
-            raise _Invalid(f"{_field(where)} {' and '.join(what)}")
+            raise Invalid(f"{_field(where)} {' and '.join(what)}")
         for key, sub in schema.items():
             _check_json(value[key], sub, f"{where}.{key}" if where else key)
     elif isinstance(schema, list):
         if not isinstance(value, list):
-            raise _Invalid(f"{_field(where)} must be a list, not {_json_kind(value)}")
+            raise Invalid(f"{_field(where)} must be a list, not {_json_kind(value)}")
         for i, item in enumerate(value):
             _check_json(item, schema[0], f"{where}[{i}]")
     elif isinstance(schema, _Optional):
@@ -250,12 +219,12 @@ def _check_json(value: object, schema: object, where: str = "") -> None:
             _check_json(value, schema.inner, where)
     elif isinstance(schema, _MapOf):
         if not isinstance(value, dict):
-            raise _Invalid(f"{_field(where)} must be an object, not {_json_kind(value)}")
+            raise Invalid(f"{_field(where)} must be an object, not {_json_kind(value)}")
         for key, item in value.items():
             _check_json(item, schema.inner, f"{where}.{key}")
     elif not _scalar_ok(value, schema):
         name = "a number" if schema is _NUMBER else _json_kind(schema())  # type: ignore[operator]
-        raise _Invalid(f"{_field(where)} must be {name}, not {_json_kind(value)} {str(value)[:40]!r}")
+        raise Invalid(f"{_field(where)} must be {name}, not {_json_kind(value)} {str(value)[:40]!r}")
 
 
 def _parse_header(p: Path, line: bytes) -> dict:
@@ -269,11 +238,11 @@ def _parse_header(p: Path, line: bytes) -> dict:
     if header.get("format") != FORMAT_VERSION:
         raise ArtifactError(
             f"{str(p)!r} has format {header.get('format')!r} (library {header.get('library_version')!r}); "
-            f"this greatgramma {_library_version()} reads format {FORMAT_VERSION}: preprocess the grammar again"
+            f"this greatgramma {__version__} reads format {FORMAT_VERSION}: preprocess the grammar again"
         )
     try:
         _check_json(header, _HEADER)
-    except _Invalid as exc:
+    except Invalid as exc:
         raise ArtifactError(f"{str(p)!r} is malformed: {exc}") from None
     return header
 
@@ -291,7 +260,7 @@ def read_header(path: str | os.PathLike) -> dict:
 
 # ------------------------------------------------------------------ arrays
 
-_ARRAYS: dict[str, tuple[type, int]] = {  # name -> (dtype, number of dimensions)
+ARRAYS: dict[str, tuple[type, int]] = {  # name -> (dtype, number of dimensions)
     "vocab_bytes": (np.uint8, 1),
     "vocab_lengths": (np.int64, 1),
     "lexer_delta": (np.int32, 2),
@@ -320,26 +289,26 @@ _ARRAYS: dict[str, tuple[type, int]] = {  # name -> (dtype, number of dimensions
 
 
 def _read_arrays(payload: bytes) -> dict[str, np.ndarray]:
-    """The payload's arrays, each of the dtype and number of dimensions :data:`_ARRAYS` names."""
+    """The payload's arrays, each of the dtype and number of dimensions :data:`ARRAYS` names."""
     try:
         with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
     except Exception as exc:  # noqa: BLE001 - a damaged zip or .npy fails in many ways
-        raise _Invalid(f"the payload cannot be read ({type(exc).__name__}: {exc})") from None
-    missing = sorted(set(_ARRAYS) - set(arrays))
-    extra = sorted(set(arrays) - set(_ARRAYS))
+        raise Invalid(f"the payload cannot be read ({type(exc).__name__}: {exc})") from None
+    missing = sorted(set(ARRAYS) - set(arrays))
+    extra = sorted(set(arrays) - set(ARRAYS))
     if missing or extra:
-        raise _Invalid(f"the payload lacks arrays {missing} and has unexpected arrays {extra}")
-    for name, (dtype, ndim) in _ARRAYS.items():
+        raise Invalid(f"the payload lacks arrays {missing} and has unexpected arrays {extra}")
+    for name, (dtype, ndim) in ARRAYS.items():
         x = arrays[name]
         if x.dtype != np.dtype(dtype) or x.ndim != ndim:
-            raise _Invalid(f"array {name} is {x.dtype} with shape {x.shape}; expected {np.dtype(dtype)} with {ndim} dimension(s)")
+            raise Invalid(f"array {name} is {x.dtype} with shape {x.shape}; expected {np.dtype(dtype)} with {ndim} dimension(s)")
     return arrays
 
 
 def _expect_shape(a: dict, name: str, shape: tuple[int, ...]) -> None:
     if a[name].shape != shape:
-        raise _Invalid(f"array {name} has shape {a[name].shape}, expected {shape}")
+        raise Invalid(f"array {name} has shape {a[name].shape}, expected {shape}")
 
 
 def _expect_range(a: dict, name: str, lo: int, hi: int, meaning: str) -> None:
@@ -348,7 +317,7 @@ def _expect_range(a: dict, name: str, lo: int, hi: int, meaning: str) -> None:
     bad = (x < lo) | (x >= hi)
     if bad.any():
         at = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise _Invalid(f"array {name} holds {x[at]} at {at}, outside [{lo}, {hi}) ({meaning})")
+        raise Invalid(f"array {name} holds {x[at]} at {at}, outside [{lo}, {hi}) ({meaning})")
 
 
 # ------------------------------------------------------------------ what the arrays must satisfy
@@ -360,7 +329,7 @@ def _token_bytes(a: dict) -> list[bytes | None]:
     _expect_range(a, "vocab_lengths", -1, len(a["vocab_bytes"]) + 1, "token byte lengths, -1 for none")
     ends = np.cumsum(np.maximum(lengths, 0))
     if (ends[-1] if len(ends) else 0) != len(a["vocab_bytes"]):
-        raise _Invalid(f"vocab_lengths add up to {int(ends[-1]) if len(ends) else 0}, vocab_bytes holds {len(a['vocab_bytes'])}")
+        raise Invalid(f"vocab_lengths add up to {int(ends[-1]) if len(ends) else 0}, vocab_bytes holds {len(a['vocab_bytes'])}")
     flat = a["vocab_bytes"].tobytes()
     return [None if n < 0 else flat[e - n : e] for n, e in zip(lengths.tolist(), ends.tolist())]
 
@@ -369,25 +338,25 @@ def _vocabulary(a: dict, vh: dict) -> Vocabulary:
     try:
         vocab = Vocabulary(_token_bytes(a), eos_token_ids=vh["eos_token_ids"], vocab_size=vh["vocab_size"])
     except GreatGrammaError as exc:
-        raise _Invalid(f"its vocabulary is invalid: {exc}") from None
+        raise Invalid(f"its vocabulary is invalid: {exc}") from None
     if vocab.fingerprint() != vh["fingerprint"]:
-        raise _Invalid("the vocabulary's token bytes and EOS ids do not match vocab.fingerprint")
+        raise Invalid("the vocabulary's token bytes and EOS ids do not match vocab.fingerprint")
     return vocab
 
 
 def _grammar(gh: dict) -> Grammar:
     """The stored grammar, checked against its text hash and its fingerprint (text, start, indenter)."""
     if _sha256_text(gh["text"]) != gh["text_sha256"]:
-        raise _Invalid("grammar.text does not match grammar.text_sha256")
+        raise Invalid("grammar.text does not match grammar.text_sha256")
     indenter = None
     if gh["indenter"] is not None:
         try:
             indenter = Indenter(**gh["indenter"])
         except (TypeError, ValueError) as exc:
-            raise _Invalid(f"grammar.indenter is invalid: {exc}") from None
+            raise Invalid(f"grammar.indenter is invalid: {exc}") from None
     grammar = Grammar._from_artifact(gh["text"], start=gh["start"], source=gh["source"], indenter=indenter)
     if grammar.fingerprint() != gh["fingerprint"]:
-        raise _Invalid("grammar.text, grammar.start and grammar.indenter do not match grammar.fingerprint")
+        raise Invalid("grammar.text, grammar.start and grammar.indenter do not match grammar.fingerprint")
     return grammar
 
 
@@ -397,16 +366,16 @@ def _terminals(header: dict, indenter: Indenter | None) -> tuple[TerminalSpec, .
     base = [t for t in terms if t.column is None]
     names = [t.name for t in base]
     if len(set(names)) != len(names):
-        raise _Invalid("terminals repeat a name")
+        raise Invalid("terminals repeat a name")
     copies = terms[len(base) :]
     if indenter is None:
         expected: list[tuple[str, int | None]] = []
     else:
         if indenter.nl not in names or base[names.index(indenter.nl)].ignored:
-            raise _Invalid(f"terminals lack the indenter's newline terminal {indenter.nl}")
+            raise Invalid(f"terminals lack the indenter's newline terminal {indenter.nl}")
         expected = [(indenter.nl, c) for c in range(indenter.max_column + 1)]
     if [(t.name, t.column) for t in copies] != expected:
-        raise _Invalid(
+        raise Invalid(
             "terminals: the newline's column copies must come last, one per column 0..max_column, "
             "and only with an indenter"
         )
@@ -418,7 +387,7 @@ def _check_lexer(a: dict, terms: tuple[TerminalSpec, ...]) -> None:
     n_terms = len(terms)
     q = a["lexer_delta"].shape[0]
     if q < 1:
-        raise _Invalid("lexer_delta has no states")
+        raise Invalid("lexer_delta has no states")
     for name, shape in (("lexer_delta", (q, 256)), ("lexer_accept", (q,)), ("lexer_accept_next", (q, 256))):
         _expect_shape(a, name, shape)
     _expect_shape(a, "lexer_prod", (q, n_terms))
@@ -426,13 +395,13 @@ def _check_lexer(a: dict, terms: tuple[TerminalSpec, ...]) -> None:
     _expect_range(a, "lexer_accept", DEAD, n_terms, "terminals, -1 for none")
     _expect_range(a, "lexer_accept_next", DEAD, n_terms, "terminals, -1 for none")
     if a["lexer_accept"][0] != DEAD or (a["lexer_accept_next"][0] != DEAD).any():
-        raise _Invalid("the lexer's start state accepts a terminal (an empty lexeme)")
+        raise Invalid("the lexer's start state accepts a terminal (an empty lexeme)")
     n_ext = len(a["lexer_ext_state"])
     for name in ("lexer_ext_term", "lexer_ext_pending_lengths"):
         _expect_shape(a, name, (n_ext,))
     _expect_range(a, "lexer_ext_pending_lengths", 0, MAX_BACKTRACK + 1, "pending bytes of a fallback")
     if int(a["lexer_ext_pending_lengths"].sum()) != len(a["lexer_ext_pending"]):
-        raise _Invalid("lexer_ext_pending_lengths do not add up to the length of lexer_ext_pending")
+        raise Invalid("lexer_ext_pending_lengths do not add up to the length of lexer_ext_pending")
 
 
 def _check_lalr(a: dict, lalr: dict, terms: tuple[TerminalSpec, ...], indenter: Indenter | None) -> None:
@@ -441,13 +410,13 @@ def _check_lalr(a: dict, lalr: dict, terms: tuple[TerminalSpec, ...], indenter: 
     declared = lalr["declared"]
     want = {} if indenter is None else {indenter.indent, indenter.dedent}
     if set(declared) != set(want) or sorted(declared.values()) != list(range(n_base, n_base + len(declared))):
-        raise _Invalid(
+        raise Invalid(
             f"lalr.declared must give {sorted(want) or 'no terminals'} the ids after the {n_base} lexer terminals"
         )
     s = a["lalr_action"].shape[0]
     n_rules, n_nonterms = len(a["lalr_rule_lhs"]), len(lalr["nonterminals"])
     if s < 1:
-        raise _Invalid("lalr_action has no states")
+        raise Invalid("lalr_action has no states")
     _expect_shape(a, "lalr_action", (s, n_base + len(declared) + 1))
     _expect_shape(a, "lalr_goto", (s, max(n_nonterms, 1)))
     _expect_shape(a, "lalr_rule_len", (n_rules,))
@@ -457,7 +426,7 @@ def _check_lalr(a: dict, lalr: dict, terms: tuple[TerminalSpec, ...], indenter: 
     _expect_range(a, "lalr_rule_len", 0, 2**31 - 1, "rule lengths")
     for key in ("start_state", "end_state"):
         if not 0 <= lalr[key] < s:
-            raise _Invalid(f"lalr.{key} {lalr[key]} is not a parser state (0..{s - 1})")
+            raise Invalid(f"lalr.{key} {lalr[key]} is not a parser state (0..{s - 1})")
 
 
 def _trie_levels(lcp: np.ndarray, lengths: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -483,7 +452,7 @@ def _check_token_strings(a: dict, owner: np.ndarray) -> None:
         wrong = np.zeros(len(tokens), dtype=bool)
         wrong[np.repeat(np.arange(len(tokens)), size)[~same]] = True
     if wrong.any():
-        raise _Invalid(f"trie_tokens lists token {int(tokens[np.argmax(wrong)])} under a string that is not its bytes")
+        raise Invalid(f"trie_tokens lists token {int(tokens[np.argmax(wrong)])} under a string that is not its bytes")
 
 
 def _check_trie(a: dict) -> None:
@@ -492,15 +461,15 @@ def _check_trie(a: dict) -> None:
     matrix, lengths = a["trie_matrix"], a["trie_lengths"]
     n, width = matrix.shape
     if width < 1:
-        raise _Invalid("trie_matrix has no columns")
+        raise Invalid("trie_matrix has no columns")
     _expect_shape(a, "trie_lengths", (n,))
     _expect_range(a, "trie_lengths", 1, width + 1, "string lengths within trie_matrix's width")
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     if not np.array_equal(a["trie_offsets"], offsets):
-        raise _Invalid("trie_offsets are not the running sums of trie_lengths")
+        raise Invalid("trie_offsets are not the running sums of trie_lengths")
     if ((matrix != 0) & (np.arange(width, dtype=np.int32)[None, :] >= lengths[:, None])).any():
-        raise _Invalid("trie_matrix has bytes past a string's length")
+        raise Invalid("trie_matrix has bytes past a string's length")
     lcp = np.zeros(n, dtype=np.int64)
     if n > 1:
         minlen = np.minimum(lengths[1:], lengths[:-1])
@@ -510,21 +479,21 @@ def _check_trie(a: dict) -> None:
         at = np.minimum(lcp[1:], width - 1)
         greater = np.where(lcp[1:] < minlen, matrix[rows, at] > matrix[rows - 1, at], lengths[1:] > lengths[:-1])
         if not greater.all():
-            raise _Invalid(f"trie strings are not sorted and distinct (string {int(np.argmin(greater)) + 1})")
+            raise Invalid(f"trie strings are not sorted and distinct (string {int(np.argmin(greater)) + 1})")
     _expect_shape(a, "trie_level_sizes", (width,))
     levels, sizes = _trie_levels(lcp, lengths, width)
     if not (np.array_equal(a["trie_levels"], levels) and np.array_equal(a["trie_level_sizes"], sizes)):
-        raise _Invalid("trie_levels and trie_level_sizes are not the trie's levels")
+        raise Invalid("trie_levels and trie_level_sizes are not the trie's levels")
     ptr, tokens = a["trie_token_ptr"], a["trie_tokens"]
     _expect_shape(a, "trie_token_ptr", (n + 1,))
     if ptr[0] != 0 or (np.diff(ptr) < 1).any() or ptr[-1] != len(tokens):
-        raise _Invalid("trie_token_ptr must rise from 0 to len(trie_tokens), at least one token per string")
+        raise Invalid("trie_token_ptr must rise from 0 to len(trie_tokens), at least one token per string")
     vocab_lengths = a["vocab_lengths"]
     _expect_range(a, "trie_tokens", 0, len(vocab_lengths), "token ids of the vocabulary")
     _check_token_strings(a, np.repeat(np.arange(n), np.diff(ptr)))
     once = np.bincount(tokens, minlength=len(vocab_lengths)) == 1
     if len(tokens) != int(once.sum()) or len(tokens) != int((vocab_lengths > 0).sum()):
-        raise _Invalid("trie_tokens must list every token with bytes exactly once")
+        raise Invalid("trie_tokens must list every token with bytes exactly once")
 
 
 def _check_outcomes(a: dict, terms: tuple[TerminalSpec, ...], num_lexer_states: int) -> None:
@@ -542,7 +511,7 @@ def _check_outcomes(a: dict, terms: tuple[TerminalSpec, ...], num_lexer_states: 
     for bad, what in ((bad_term, "a terminal that is not a parser-visible one"), (bad_next, "a link out of range")):
         if bad.any():
             o = int(np.argmax(bad))
-            raise _Invalid(
+            raise Invalid(
                 f"outcome row {o} (terminal {int(term[o])}, next {int(nxt[o])}) has {what} "
                 f"({num_lexer_states} lexer states; rows link to earlier rows)"
             )
@@ -552,30 +521,31 @@ def _check_outcomes(a: dict, terms: tuple[TerminalSpec, ...], num_lexer_states: 
 
 
 @contextmanager
-def _building(what: str) -> Iterator[None]:
+def building(what: str) -> Iterator[None]:
     """A safety net over the checks: an error while building ``what`` from checked arrays is still
     reported as a malformed file, never as a deep exception."""
     try:
         yield
-    except _Invalid:
+    except Invalid:
         raise
     except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as exc:
-        raise _Invalid(f"cannot build the {what} from it ({type(exc).__name__}: {exc})") from None
+        raise Invalid(f"cannot build the {what} from it ({type(exc).__name__}: {exc})") from None
 
 
-def load(
-    path: str | os.PathLike,
-    *,
-    grammar: Grammar | None = None,
-    vocab: Vocabulary | None = None,
-    verify: bool = False,
-) -> CompiledGrammar:
-    """Read a compiled grammar; if ``grammar`` or ``vocab`` is given, refuse a file made for others.
+class Stored(NamedTuple):
+    """A compiled grammar's file, read and checked: what :func:`greatgramma.compiled.load` builds from."""
 
-    Everything the file claims is checked before use (module docstring). ``verify=True`` also
-    compiles the stored grammar for the stored vocabulary again (seconds) and compares every
-    table, so that even an edit that keeps the tables well formed is refused.
-    """
+    path: Path
+    header: dict
+    arrays: dict[str, np.ndarray]
+    grammar: Grammar  # as stored (the one given to ``read``, if any, has the same fingerprint)
+    vocab: Vocabulary
+    terminals: tuple[TerminalSpec, ...]
+
+
+def read(path: str | os.PathLike, *, grammar: Grammar | None = None, vocab: Vocabulary | None = None) -> Stored:
+    """Read a compiled grammar's file and check everything it claims (module docstring); if
+    ``grammar`` or ``vocab`` is given, refuse a file made for others. ArtifactError otherwise."""
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -591,86 +561,59 @@ def load(
     if vocab is not None and vocab.fingerprint() != vh["fingerprint"]:
         raise ArtifactError(f"{str(p)!r} was compiled for another tokenizer or vocabulary size")
     try:
-        arrays = _read_arrays(payload)
-        compiled = _build(header, arrays, grammar, vocab)
-    except _Invalid as exc:
-        raise ArtifactError(f"{str(p)!r} is malformed: {exc}") from None
-    if verify:
-        _verify(p, compiled, arrays, header)
-    return compiled
+        return _checked(p, header, _read_arrays(payload), vocab)
+    except Invalid as exc:
+        raise malformed(p, exc) from None
 
 
-def _build(header: dict, a: dict, grammar: Grammar | None, vocab: Vocabulary | None) -> CompiledGrammar:
-    """Check the arrays against the header and each other, then build the compiled grammar."""
+def malformed(path: Path, exc: Invalid) -> ArtifactError:
+    """The error for a file whose tables do not hold together."""
+    return ArtifactError(f"{str(path)!r} is malformed: {exc}")
+
+
+def _checked(p: Path, header: dict, a: dict, vocab: Vocabulary | None) -> Stored:
+    """Check the arrays against the header and each other."""
     stored = _grammar(header["grammar"])
-    grammar = grammar if grammar is not None else stored
     if vocab is None:
         vocab = _vocabulary(a, header["vocab"])
     elif tuple(_token_bytes(a)) != vocab.token_bytes:  # the trie is checked against the payload's bytes
-        raise _Invalid("its vocabulary arrays differ from the given vocabulary, whose fingerprint it names")
-    ind = stored.indenter
-    terms = _terminals(header, ind)
+        raise Invalid("its vocabulary arrays differ from the given vocabulary, whose fingerprint it names")
+    terms = _terminals(header, stored.indenter)
     _check_lexer(a, terms)
-    with _building("lexer"):
-        lexer = lexing_transducer(stored, LexerDFA.from_arrays(_unprefixed("lexer_", a), terms))
-    try:
-        lexer.restore_extended(LexingTransducer.extended_keys_from_arrays(_unprefixed("lexer_", a)))
-    except ValueError as exc:
-        raise _Invalid(str(exc)) from None
-    lalr = header["lalr"]
-    _check_lalr(a, lalr, terms, ind)
-    with _building("parse table"):
-        table = ParseTable.from_arrays(_unprefixed("lalr_", a), lalr)
+    _check_lalr(a, header["lalr"], terms, stored.indenter)
     _check_trie(a)
-    _check_outcomes(a, terms, lexer.num_lexer_states)
-    with _building("token trie and transducer"):
-        trie = TokenTrie.from_arrays(_unprefixed("trie_", a))
-        transducer = TokenTransducer.from_arrays(lexer, trie, a)
-        subtrees = SubtreeWalks(transducer)
-        sequences, blocks = masking_tables(transducer, subtrees)
+    _check_outcomes(a, terms, a["lexer_delta"].shape[0] + len(a["lexer_ext_state"]))
     if header["preprocessed_subtrees"] < 0:
-        raise _Invalid("preprocessed_subtrees is negative")
-    with _building("timings"):
-        timings = {k: float(v) for k, v in header["timings"].items()}
-    return CompiledGrammar(
-        grammar, vocab, lexer, table, trie, transducer, subtrees, sequences, blocks, timings, header["preprocessed_subtrees"]
-    )
+        raise Invalid("preprocessed_subtrees is negative")
+    with building("timings"):
+        header["timings"] = {k: float(v) for k, v in header["timings"].items()}
+    return Stored(p, header, a, stored, vocab, terms)
 
 
-def _verify(p: Path, compiled: CompiledGrammar, arrays: dict, header: dict) -> None:
-    """Compile the stored grammar for the stored vocabulary and compare every table with the file's.
+def differences(stored: Stored, fresh_arrays: dict, fresh_header: dict) -> list[str]:
+    """What differs between a file and the tables its grammar and vocabulary compile to now.
 
     Lark numbers LALR states, rules and nonterminals differently from one run to the next, so the
-    parse tables are compared as automata (:func:`_canonical_lalr`); all other tables exactly.
+    parse tables are compared as automata (:func:`canonical_lalr`); all other tables exactly. A
+    used grammar may have met more extended states after compiling: the file's must start with
+    the fresh ones.
     """
-    from .compiled import compile
-
-    try:
-        with warnings.catch_warnings():  # the grammar's warnings were given when it was preprocessed
-            warnings.simplefilter("ignore", GrammarWarning)
-            fresh = compile(compiled.grammar, compiled.vocab)
-    except GreatGrammaError as exc:
-        raise ArtifactError(f"{str(p)!r} fails verification: its grammar does not compile here ({exc})") from None
-    mine = _arrays(fresh)
-    exact = [name for name in mine if not name.startswith(("lexer_ext_", "lalr_"))]
-    differ = [name for name in exact if not np.array_equal(mine[name], arrays[name])]
-    made = fresh.lexer.extended_keys()
-    if LexingTransducer.extended_keys_from_arrays(_unprefixed("lexer_", arrays))[: len(made)] != made:  # a used grammar may have met more of them after compiling
+    a, header = stored.arrays, stored.header
+    exact = [name for name in fresh_arrays if not name.startswith(("lexer_ext_", "lalr_"))]
+    differ = [name for name in exact if not np.array_equal(fresh_arrays[name], a[name])]
+    made = LexingTransducer.extended_keys_from_arrays(unprefixed("lexer_", fresh_arrays))
+    if LexingTransducer.extended_keys_from_arrays(unprefixed("lexer_", a))[: len(made)] != made:
         differ.append("lexer_ext_*")
-    if _canonical_lalr(fresh.parse_table) != _canonical_lalr(compiled.parse_table):
+    tables = [ParseTable.from_arrays(unprefixed("lalr_", x), h["lalr"]) for x, h in ((fresh_arrays, fresh_header), (a, header))]
+    if canonical_lalr(tables[0]) != canonical_lalr(tables[1]):
         differ.append("lalr_* (the parse table)")
-    tables = _header_tables(fresh)
-    differ += [f"header {key}" for key in ("terminals", "preprocessed_subtrees") if header[key] != tables[key]]
-    if header["lalr"]["declared"] != tables["lalr"]["declared"]:
+    differ += [f"header {key}" for key in ("terminals", "preprocessed_subtrees") if header[key] != fresh_header[key]]
+    if header["lalr"]["declared"] != fresh_header["lalr"]["declared"]:
         differ.append("header lalr.declared")
-    if differ:
-        raise ArtifactError(
-            f"{str(p)!r} fails verification: {', '.join(differ)} differ from what its grammar and "
-            f"vocabulary compile to with greatgramma {_library_version()}"
-        )
+    return differ
 
 
-def _canonical_lalr(table: ParseTable) -> tuple:
+def canonical_lalr(table: ParseTable) -> tuple:
     """The parse table with its numbering taken out: states renumbered breadth first from the start
     (successors by terminal id, then by nonterminal name), reductions named by (nonterminal, length)."""
     action, goto = table.action.tolist(), table.goto.tolist()

@@ -9,13 +9,12 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__
-from .artifact import load
-from .compiled import STAGES, compile
+from .compiled import STAGES, compile, load
 from .errors import GreatGrammaError, TokenRejectedError
 from .grammar import Grammar
 from .indenter import Indenter
 from .masker import Masker
+from .version import __version__
 from .vocab import Vocabulary
 
 

@@ -1,15 +1,21 @@
-"""Preprocessing (``compile``): grammar x vocabulary -> the tables the masker reads."""
+"""Preprocessing (``compile``): grammar x vocabulary -> the tables the masker reads; saving and loading them."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import time
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
+from . import artifact
 from .blocks import BlockTable, StatusLayout
+from .errors import ArtifactError, GrammarWarning, GreatGrammaError
 from .grammar import Grammar
+from .lexer import LexerDFA
 from .lexing import LexingTransducer
 from .parse_table import ParseTable
 from .parser import LalrParser
@@ -17,6 +23,7 @@ from .sequences import SequenceTrie
 from .subtrees import SubtreeWalks
 from .transducer import TokenTransducer
 from .trie import TokenTrie
+from .version import __version__
 from .vocab import Vocabulary
 
 _IDENTITIES = itertools.count(1)
@@ -69,9 +76,30 @@ class CompiledGrammar:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the artifact (atomically: a failed save leaves any previous file at ``path`` intact)."""
-        from .artifact import save
+        header = {"grammar": artifact.grammar_header(self.grammar), "vocab": artifact.vocab_header(self.vocab)}
+        header.update(self.header_tables(), timings=dict(self.timings))
+        artifact.write(path, header, self.to_arrays())
 
-        save(self, path)
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Every table's arrays, named as the artifact names them."""
+        outcomes = self.transducer.to_arrays()  # before the extended states they name
+        return {
+            **artifact.vocab_arrays(self.vocab),
+            **artifact.prefixed("lexer_", self.lexer.dfa.to_arrays()),
+            **artifact.prefixed("lexer_", self.lexer.to_arrays()),
+            **artifact.prefixed("lalr_", self.parse_table.to_arrays()),
+            **artifact.prefixed("trie_", self.trie.to_arrays()),
+            **outcomes,
+        }
+
+    def header_tables(self) -> dict:
+        """The artifact header's fields that describe tables (what ``verify`` compares besides the arrays)."""
+        lalr = self.parse_table.to_header()
+        return {
+            "terminals": [asdict(t) for t in self.lexer.terminals],
+            "lalr": {**lalr, "start_state": int(lalr["start_state"]), "end_state": int(lalr["end_state"])},
+            "preprocessed_subtrees": int(self.preprocessed_subtrees),
+        }
 
 
 STAGES = ("lalr", "lexer", "trie", "transducer", "subtrees", "blocks")
@@ -128,3 +156,64 @@ def masking_tables(transducer: TokenTransducer, subtrees: SubtreeWalks) -> tuple
     sequences = SequenceTrie.of(transducer)
     layout = StatusLayout.of(len(transducer.lexer.terminals), len(transducer.outcomes))
     return sequences, BlockTable(subtrees, layout)
+
+
+def load(
+    path: str | os.PathLike,
+    *,
+    grammar: Grammar | None = None,
+    vocab: Vocabulary | None = None,
+    verify: bool = False,
+) -> CompiledGrammar:
+    """Read a compiled grammar (:mod:`greatgramma.artifact`); if ``grammar`` or ``vocab`` is
+    given, refuse a file made for others.
+
+    Everything the file claims is checked before use. ``verify=True`` also compiles the stored
+    grammar for the stored vocabulary again (seconds) and compares every table, so that even an
+    edit that keeps the tables well formed is refused.
+    """
+    stored = artifact.read(path, grammar=grammar, vocab=vocab)
+    try:
+        compiled = _assemble(stored, grammar if grammar is not None else stored.grammar)
+    except artifact.Invalid as exc:
+        raise artifact.malformed(stored.path, exc) from None
+    if verify:
+        _verify(stored, compiled)
+    return compiled
+
+
+def _assemble(stored: artifact.Stored, grammar: Grammar) -> CompiledGrammar:
+    """The tables from a checked file (any error still reported as a malformed file)."""
+    a, header = stored.arrays, stored.header
+    with artifact.building("lexer"):
+        lexer = lexing_transducer(stored.grammar, LexerDFA.from_arrays(artifact.unprefixed("lexer_", a), stored.terminals))
+    try:
+        lexer.restore_extended(LexingTransducer.extended_keys_from_arrays(artifact.unprefixed("lexer_", a)))
+    except ValueError as exc:
+        raise artifact.Invalid(str(exc)) from None
+    with artifact.building("parse table"):
+        table = ParseTable.from_arrays(artifact.unprefixed("lalr_", a), header["lalr"])
+    with artifact.building("token trie and transducer"):
+        trie = TokenTrie.from_arrays(artifact.unprefixed("trie_", a))
+        transducer = TokenTransducer.from_arrays(lexer, trie, a)
+        subtrees = SubtreeWalks(transducer)
+        sequences, blocks = masking_tables(transducer, subtrees)
+    parts = (grammar, stored.vocab, lexer, table, trie, transducer, subtrees, sequences, blocks)
+    return CompiledGrammar(*parts, header["timings"], header["preprocessed_subtrees"])
+
+
+def _verify(stored: artifact.Stored, compiled: CompiledGrammar) -> None:
+    """Compile the stored grammar for the stored vocabulary and compare every table with the file's."""
+    p = stored.path
+    try:
+        with warnings.catch_warnings():  # the grammar's warnings were given when it was preprocessed
+            warnings.simplefilter("ignore", GrammarWarning)
+            fresh = compile(compiled.grammar, compiled.vocab)
+    except GreatGrammaError as exc:
+        raise ArtifactError(f"{str(p)!r} fails verification: its grammar does not compile here ({exc})") from None
+    differ = artifact.differences(stored, fresh.to_arrays(), fresh.header_tables())
+    if differ:
+        raise ArtifactError(
+            f"{str(p)!r} fails verification: {', '.join(differ)} differ from what its grammar and "
+            f"vocabulary compile to with greatgramma {__version__}"
+        )
