@@ -96,7 +96,7 @@ class LexerDFA:
         return cls(delta, arrays["accept"], arrays["prod"], terminals, accept_next, risky_states(delta, accept_next))
 
 
-def _utf8_valid(delta: np.ndarray) -> np.ndarray:
+def utf8_valid(delta: np.ndarray) -> np.ndarray:
     """bool[Q, 256]: bytes that keep the text a valid UTF-8 prefix (all bytes where unsure)."""
     n = delta.shape[0]
     pos = np.full(n, -2, dtype=np.int64)  # UTF-8 decoder state reached in; -2 unseen, -1 invalid
@@ -122,7 +122,7 @@ def _utf8_valid(delta: np.ndarray) -> np.ndarray:
 
 def risky_states(delta: np.ndarray, accept_next: np.ndarray) -> np.ndarray:
     """bool[Q]: a lexeme in this state can die on valid UTF-8 before it can end again."""
-    go = _utf8_valid(delta) & (accept_next == DEAD)
+    go = utf8_valid(delta) & (accept_next == DEAD)
     dies = (go & (delta == DEAD)).any(axis=1)
     cont = go & (delta != DEAD)
     risky = dies

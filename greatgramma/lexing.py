@@ -48,9 +48,9 @@ class LexingTransducer:
         #: standing for every column of the indenter's newline), and whether it can end ignored
         self.visible = [_group_columns([t for t in ts if not terms[t].ignored], terms) for ts in prod]
         self.can_end_ignored = [any(terms[t].ignored for t in ts) for ts in prod]
-        self._byte_reps = _byte_class_representatives(dfa)
+        self._continuation_reps = [b for b in _byte_class_representatives(dfa) if 0x80 <= b[0] < 0xC0]
         self._backups: dict[int, tuple[Path, ...]] = {}
-        self._continuations: dict[int, tuple] = {}
+        self._end_keys: dict[int, tuple] = {}
 
     def base(self, state: int) -> int:
         """The DFA state of a lexer state."""
@@ -205,13 +205,18 @@ class LexingTransducer:
         """DFA states plus the extended states met so far."""
         return self.num_states + len(self._ext)
 
-    def continuations(self, end: int) -> tuple[bool, tuple[int, ...], tuple[Path, ...]]:
-        """How a lexeme left unfinished in lexer state ``end`` can go on: whether it can end as an
-        ignored terminal, the visible terminals it can still end as, and where backing up can lead."""
-        got = self._continuations.get(end)
+    def end_key(self, end: int) -> tuple:
+        """What decides whether a lexeme left unfinished in lexer state ``end`` can go on: whether
+        it can end as an ignored terminal, the visible terminals it can still end as, and where
+        backing up leads. End states with equal keys behave alike. Inside an unfinished UTF-8
+        character the ways to back up take a search (:meth:`backup_options`): such a state is
+        its own key, and the search waits until a mask needs it."""
+        got = self._end_keys.get(end)
         if got is None:
             q = self.base(end)
-            got = self._continuations[end] = (self.can_end_ignored[q], tuple(self.visible[q]), self.backup_options(end))
+            inside = end >= self.num_states and ends_inside_character(self.fallback(end)[1])
+            backup = end if inside else self.backup_options(end)
+            got = self._end_keys[end] = (self.can_end_ignored[q], tuple(self.visible[q]), backup)
         return got
 
     def backup_options(self, x: int) -> tuple[Path, ...]:
@@ -221,7 +226,9 @@ class LexingTransducer:
         A lexeme stopped inside a UTF-8 character backs up only on bytes that kill it, and the
         relexed bytes go on with those same bytes: after ``if`` + a lead byte, a letter keeps
         the lexeme a NAME, any other character backs up to ``if`` and then starts nothing. So
-        while the character is unfinished its continuations are run one byte class at a time;
+        while the character is unfinished its continuations are run one byte class at a time
+        (continuation bytes only: the DFA matches valid UTF-8, so any other byte kills every
+        lexeme that holds the character, and the relexed text with it);
         once it is whole, backing up is the fallback then the pending bytes lexed again
         (:meth:`fallback_path`), whatever follows.
         """
@@ -239,8 +246,8 @@ class LexingTransducer:
                 if path is not None:
                     options[path] = None
                 continue
-            for b in self._byte_reps:
-                ran = self.feed(y, b)
+            for b in self._continuation_reps:
+                ran = self._step(y, b)
                 if ran is None:
                     continue
                 terms, after = ran
@@ -251,6 +258,16 @@ class LexingTransducer:
                     todo.append(after)
         got = self._backups[x] = tuple(options)
         return got
+
+    def _step(self, y: int, byte: bytes) -> tuple[list[int], int] | None:
+        """``feed(y, byte)`` for an extended state, with a byte that kills the lexeme run from the
+        state its pending bytes lex to (:meth:`relexed`, computed once) instead of lexing them again."""
+        q, b = self.base(y), byte[0]
+        if self.delta[q, b] != DEAD or self.accept_next[q, b] != DEAD:
+            return self.feed(y, byte)
+        more, z = self.relexed(y)
+        ran = None if z == DEAD else self.feed(z, byte)
+        return None if ran is None else ([self.fallback(y)[0], *more, *ran[0]], ran[1])
 
     def fallback_path(self, x: int) -> Path | None:
         """For an extended state: the parser-visible terminals of backing up (the fallback, then

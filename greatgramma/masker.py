@@ -158,16 +158,18 @@ class Masker:
     def _end_ok(self, stack: Stack, end: int, branch: frozenset = frozenset()) -> bool:
         """Some continuation of the lexeme in lexer state ``end`` keeps the parser alive: the
         lexeme goes on into a terminal the parser takes, or dies and backs up to its fallback
-        (``_backup_options``) and what follows goes on."""
-        ignored, visible, options = self._lexer.continuations(end)
-        if ignored:
+        (``LexingTransducer.backup_options``, searched only when the rest fails) and what follows
+        goes on."""
+        lexer = self._lexer
+        q = lexer.base(end)
+        if lexer.can_end_ignored[q]:
             return True
         feed = self.parser.feed
-        for t in visible:
+        for t in lexer.visible[q]:
             if feed(stack, t) is not None:
                 return True
         branch = branch | {end}
-        for terms, after in options:
+        for terms, after in lexer.backup_options(end):
             if after not in branch:  # a state met again on the branch adds no continuation
                 fed = self._feed_all(stack, terms)
                 if fed is not None and self._end_ok(fed, after, branch):

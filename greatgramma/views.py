@@ -100,7 +100,7 @@ class LexerViews:
         tokens = self._string_of_token
         groups: dict[tuple, list[int]] = {}
         for e in sorted(ends):
-            groups.setdefault(lexer.continuations(e), []).append(e)
+            groups.setdefault(lexer.end_key(e), []).append(e)
         got = LexerView(
             np.take(by_string, tokens),
             tuple(sorted(firsts)),

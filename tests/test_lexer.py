@@ -174,3 +174,19 @@ def test_dfa_lexeme_boundary_equals_re_match(label: str, pattern: str, data) -> 
     m = re.match(pattern, text)
     expected = len(text[: m.end()].encode()) if m and m.end() > 0 else None
     assert dfa_boundary(lexer, text.encode()) == expected, (label, text)
+
+
+@pytest.mark.parametrize("name", ["json", "go", "java", "python"])
+def test_inside_a_character_only_continuation_bytes_live(name: str) -> None:
+    """What ``LexingTransducer.backup_options`` relies on: a DFA state inside a UTF-8 character
+    accepts nothing and has live moves (transition or lookahead end) on continuation bytes only,
+    so any other byte kills every lexeme that holds the character."""
+    from greatgramma.lexer import utf8_valid
+
+    grammar = gg.Grammar.from_file(GRAMMARS / f"{name}.lark", indenter=gg.Indenter.python() if name == "python" else None)
+    lexer = grammar.build_lexer()
+    inside = ~utf8_valid(lexer.delta)[:, ord("a")]  # where ASCII cannot come next
+    assert inside.any()
+    live = (lexer.delta[inside] != DEAD) | (lexer.accept_next[inside] != DEAD)
+    assert not live[:, list(range(0x80)) + list(range(0xC0, 0x100))].any()
+    assert (lexer.accept[inside] == DEAD).all()
