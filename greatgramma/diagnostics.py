@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from . import lark_adapter
 from .errors import GrammarError, ResourceLimitError, UnsupportedRegexError
@@ -565,7 +566,9 @@ def lalr_conflicts(parts: GrammarParts, start: str, shortest: dict[str, tuple[in
     return out
 
 
-def _conflict(kind: str, la: str, rules, shifts: list[str], prefix: str, terminals: dict[str, TerminalDef]) -> Conflict:
+def _conflict(
+    kind: str, la: str, rules: tuple[Rule, ...], shifts: list[str], prefix: str, terminals: dict[str, TerminalDef]
+) -> Conflict:
     return Conflict(
         kind=kind,
         terminal=terminal_display(la, terminals),
@@ -598,7 +601,7 @@ def _paths_to_states(lalr: LalrStates) -> dict[int, tuple[Symbol, ...]]:
     return paths
 
 
-def _expand_shortest(symbols, shortest: dict[str, tuple[int, Rule]], limit: int = 64) -> list[str]:
+def _expand_shortest(symbols: tuple[Symbol, ...], shortest: dict[str, tuple[int, Rule]], limit: int = 64) -> list[str]:
     """Terminal names of a shortest terminal string derived from ``symbols``."""
     out: list[str] = []
     stack = list(reversed(symbols))

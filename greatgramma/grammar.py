@@ -13,6 +13,9 @@ the file, the line where it can be found, and the rule or terminal at fault:
 * terminals that match the empty string, invalid regexes, and (:meth:`Grammar.check_lexer`,
   once the lexer exists) terminals that the lexer can never produce because other terminals
   win every lexeme they match.
+
+The messages are composed in :mod:`greatgramma.diagnostics`; Lark is reached only through
+:mod:`greatgramma.lark_adapter`.
 """
 
 from __future__ import annotations

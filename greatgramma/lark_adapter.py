@@ -10,9 +10,10 @@ release is refused at import, with the versions to install.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import lark
 import numpy as np
