@@ -354,7 +354,7 @@ def _grammar(gh: dict) -> Grammar:
             indenter = Indenter(**gh["indenter"])
         except (TypeError, ValueError) as exc:
             raise Invalid(f"grammar.indenter is invalid: {exc}") from None
-    grammar = Grammar._from_artifact(gh["text"], start=gh["start"], source=gh["source"], indenter=indenter)
+    grammar = Grammar.from_saved(gh["text"], start=gh["start"], source=gh["source"], indenter=indenter)
     if grammar.fingerprint() != gh["fingerprint"]:
         raise Invalid("grammar.text, grammar.start and grammar.indenter do not match grammar.fingerprint")
     return grammar

@@ -1,4 +1,4 @@
-"""Token bitmask helpers in numpy: shapes, allocation, and conversion to and from bool arrays."""
+"""Token bitmask helpers in numpy: allocation, and conversion to and from bool arrays (the shape is `kernels.layout`'s)."""
 
 from __future__ import annotations
 
@@ -6,19 +6,14 @@ from typing import Any
 
 import numpy as np
 
+from .kernels.layout import get_bitmask_shape
+
 __all__ = [
     "allocate_token_bitmask",
     "bitmask_to_bool",
     "bool_to_bitmask",
     "get_bitmask_shape",
 ]
-
-
-def get_bitmask_shape(batch_size: int, vocab_size: int) -> tuple[int, int]:
-    """``(batch_size, ceil(vocab_size / 32))``: one int32 word per 32 token ids, one row per sequence."""
-    if batch_size < 0 or vocab_size < 0:
-        raise ValueError(f"batch_size and vocab_size must be >= 0, got {batch_size}, {vocab_size}")
-    return (int(batch_size), (int(vocab_size) + 31) // 32)
 
 
 def allocate_token_bitmask(batch_size: int, vocab_size: int, *, torch: bool = False) -> Any:

@@ -5,10 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from lark.parsers.lalr_analysis import Shift
-
-from .codes import ERROR, REDUCE
-from .errors import GrammarError
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,61 +60,3 @@ class ParseTable:
             tuple(header["nonterminals"]),
             dict(header["declared"]),
         )
-
-
-def parse_table_from_lark(
-    lark_obj, terminal_names: list[str], start: str, postlexed: tuple[str, ...] = ()
-) -> ParseTable:
-    """Convert Lark's LALR table to integer arrays indexed by the lexer's terminal order.
-
-    ``postlexed``: %declare'd terminals a postlexer makes (the indenter's); they get the
-    columns after the lexer's terminals, then comes ``$END``.
-    """
-    table = lark_obj.parser.parser.parser.parse_table
-    term_index = {name: i for i, name in enumerate(terminal_names)}
-    declared = sorted({s.name for r in lark_obj.rules for s in r.expansion if s.is_term} - set(term_index))
-    missing = [n for n in declared if n not in postlexed]
-    if missing:
-        raise GrammarError(
-            f"terminals {', '.join(missing)} are declared (%declare) but never lexed: they come from a "
-            "postlexer; for an indenter pass Grammar(..., indenter=gg.Indenter(...)) "
-            "(gg.Indenter.python() for Python grammars)"
-        )
-    extra = {n: len(terminal_names) + i for i, n in enumerate(postlexed)}
-    term_index.update(extra)
-    n_terms = len(terminal_names) + len(postlexed)
-    term_index["$END"] = n_terms
-    states = table.states
-    nonterms: dict[str, int] = {}
-    rules: dict[object, int] = {}
-    rule_list = []
-    for acts in states.values():
-        for sym, (act, arg) in acts.items():
-            if sym not in term_index:
-                nonterms.setdefault(sym, len(nonterms))
-            elif act is not Shift and arg not in rules:
-                rules[arg] = len(rule_list)
-                rule_list.append(arg)
-    for rule in rule_list:
-        nonterms.setdefault(rule.origin.name, len(nonterms))
-    n_states = max(states) + 1
-    action = np.full((n_states, n_terms + 1), ERROR, dtype=np.int32)
-    goto = np.full((n_states, max(len(nonterms), 1)), ERROR, dtype=np.int32)
-    for s, acts in states.items():
-        for sym, (act, arg) in acts.items():
-            if sym in term_index:
-                action[s, term_index[sym]] = arg if act is Shift else REDUCE - rules[arg]
-            else:
-                goto[s, nonterms[sym]] = arg
-    rule_lhs = np.array([nonterms[r.origin.name] for r in rule_list], dtype=np.int32)
-    rule_len = np.array([len(r.expansion) for r in rule_list], dtype=np.int32)
-    return ParseTable(
-        action=action,
-        goto=goto,
-        rule_lhs=rule_lhs,
-        rule_len=rule_len,
-        start_state=table.start_states[start],
-        end_state=table.end_states[start],
-        nonterminals=tuple(sorted(nonterms, key=nonterms.__getitem__)),
-        declared=extra,
-    )

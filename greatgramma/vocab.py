@@ -11,7 +11,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -411,10 +411,6 @@ def _token_bytes_from_json(data: Any, source: str) -> tuple[list[bytes | None], 
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise TokenizerError(f"{source}: not a Hugging Face tokenizer.json (no 'model' object)")
     model = data["model"]
-    mtype = model.get("type")
-    if mtype is None and "vocab" in model:  # very old files omit the type; infer it from the shape
-        mtype = "BPE" if "merges" in model else "Unigram" if isinstance(model["vocab"], list) else None
-
     decoders = _components(data.get("decoder"), "decoders")
     pre_tokenizers = _components(data.get("pre_tokenizer"), "pretokenizers")
     byte_level = any(c.get("type") == "ByteLevel" for c in decoders + pre_tokenizers)
@@ -422,58 +418,84 @@ def _token_bytes_from_json(data: Any, source: str) -> tuple[list[bytes | None], 
     byte_fallback = bool(model.get("byte_fallback")) or any(c.get("type") == "ByteFallback" for c in decoders)
     space_char = _space_stand_in(decoders, pre_tokenizers, source)
 
-    piece_ids: list[int] = []
-    piece_strs: list[str] = []
-    name_to_id: dict[str, int] = {}
-    unk_id: int | None = None
+    pieces = _model_pieces(model, byte_level, source)
+    added_ids = _added_token_ids(data, pieces, source)
+    wordpiece = decoders[0] if [c.get("type") for c in decoders] == ["WordPiece"] else None
+    if byte_level:
+        piece_bytes = _byte_level_bytes(pieces.ids, pieces.texts, source)
+    elif wordpiece is not None:
+        piece_bytes = _wordpiece_bytes(pieces.ids, pieces.texts, wordpiece, source)
+    else:
+        piece_bytes = _sentencepiece_bytes(pieces.ids, pieces.texts, space_char, byte_fallback, source)
+    return _bytes_by_id(pieces, piece_bytes, added_ids), pieces.name_to_id
+
+
+class _Pieces(NamedTuple):
+    """The vocabulary of a tokenizer model: its pieces (text and id), and the unknown token's id."""
+
+    ids: list[int]
+    texts: list[str]
+    name_to_id: dict[str, int]  # text -> id, for EOS lookup (added tokens are entered over it)
+    unk_id: int | None
+
+
+def _model_pieces(model: dict[str, Any], byte_level: bool, source: str) -> _Pieces:
+    """The pieces of a BPE or Unigram model (very old files omit the type: inferred from the shape)."""
+    mtype = model.get("type")
+    if mtype is None and "vocab" in model:
+        mtype = "BPE" if "merges" in model else "Unigram" if isinstance(model["vocab"], list) else None
     if mtype == "BPE":
-        for key in ("continuing_subword_prefix", "end_of_word_suffix"):
-            if model.get(key):
-                raise TokenizerError(
-                    f"{source}: BPE with {key}={model[key]!r} is not supported "
-                    f"(token bytes would depend on the word position)"
-                )
-        vocab = model.get("vocab")
-        if not isinstance(vocab, dict):
-            raise TokenizerError(f"{source}: BPE model 'vocab' must be an object of piece -> id")
-        piece_ids = list(vocab.values())
-        if not (set(map(type, piece_ids)) <= {int} and min(piece_ids, default=0) >= 0
-                and len(set(piece_ids)) == len(piece_ids)):
-            seen: dict[int, str] = {}
-            for piece, tid in vocab.items():
-                if not _is_int(tid) or tid < 0:
-                    raise TokenizerError(f"{source}: BPE piece {piece!r} has invalid id {tid!r}")
-                if tid in seen:
-                    raise TokenizerError(
-                        f"{source}: token id {tid} is given to both {seen[tid]!r} and {piece!r}"
-                    )
-                seen[tid] = piece
-        piece_strs = list(vocab)
-        name_to_id = dict(vocab)
-        unk = model.get("unk_token")
-        if isinstance(unk, str) and unk in vocab:
-            unk_id = vocab[unk]
-    elif mtype == "Unigram":
+        return _bpe_pieces(model, source)
+    if mtype == "Unigram":
         if byte_level:
             raise TokenizerError(f"{source}: Unigram model with a ByteLevel decoder is not supported")
-        vocab = model.get("vocab")
-        if not isinstance(vocab, list):
-            raise TokenizerError(f"{source}: Unigram model 'vocab' must be a list of [piece, score]")
-        for tid, entry in enumerate(vocab):
-            if not (isinstance(entry, (list, tuple)) and entry and isinstance(entry[0], str)):
-                raise TokenizerError(f"{source}: Unigram vocab entry {tid} is not [piece, score]: {entry!r}")
-            name_to_id.setdefault(entry[0], tid)
-        piece_ids = list(range(len(vocab)))
-        piece_strs = [entry[0] for entry in vocab]
-        unk = model.get("unk_id")
-        if _is_int(unk):
-            unk_id = unk
-    else:
-        raise TokenizerError(
-            f"{source}: unsupported tokenizer model type {mtype!r} "
-            f"(supported: byte-level BPE, SentencePiece-style BPE, Unigram)"
-        )
+        return _unigram_pieces(model, source)
+    raise TokenizerError(
+        f"{source}: unsupported tokenizer model type {mtype!r} "
+        f"(supported: byte-level BPE, SentencePiece-style BPE, Unigram)"
+    )
 
+
+def _bpe_pieces(model: dict[str, Any], source: str) -> _Pieces:
+    """A BPE model's ``vocab`` object (piece -> id), checked: ids are distinct non-negative ints."""
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key):
+            raise TokenizerError(
+                f"{source}: BPE with {key}={model[key]!r} is not supported "
+                f"(token bytes would depend on the word position)"
+            )
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict):
+        raise TokenizerError(f"{source}: BPE model 'vocab' must be an object of piece -> id")
+    ids = list(vocab.values())
+    if not (set(map(type, ids)) <= {int} and min(ids, default=0) >= 0 and len(set(ids)) == len(ids)):
+        seen: dict[int, str] = {}
+        for piece, tid in vocab.items():
+            if not _is_int(tid) or tid < 0:
+                raise TokenizerError(f"{source}: BPE piece {piece!r} has invalid id {tid!r}")
+            if tid in seen:
+                raise TokenizerError(f"{source}: token id {tid} is given to both {seen[tid]!r} and {piece!r}")
+            seen[tid] = piece
+    unk = model.get("unk_token")
+    return _Pieces(ids, list(vocab), dict(vocab), vocab[unk] if isinstance(unk, str) and unk in vocab else None)
+
+
+def _unigram_pieces(model: dict[str, Any], source: str) -> _Pieces:
+    """A Unigram model's ``vocab`` list of ``[piece, score]``, ids by position."""
+    vocab = model.get("vocab")
+    if not isinstance(vocab, list):
+        raise TokenizerError(f"{source}: Unigram model 'vocab' must be a list of [piece, score]")
+    name_to_id: dict[str, int] = {}
+    for tid, entry in enumerate(vocab):
+        if not (isinstance(entry, (list, tuple)) and entry and isinstance(entry[0], str)):
+            raise TokenizerError(f"{source}: Unigram vocab entry {tid} is not [piece, score]: {entry!r}")
+        name_to_id.setdefault(entry[0], tid)
+    unk = model.get("unk_id")
+    return _Pieces(list(range(len(vocab))), [entry[0] for entry in vocab], name_to_id, unk if _is_int(unk) else None)
+
+
+def _added_token_ids(data: dict[str, Any], pieces: _Pieces, source: str) -> list[int]:
+    """The ids of ``added_tokens``, checked; their contents are entered in ``pieces.name_to_id``."""
     added = data.get("added_tokens") or []
     if not isinstance(added, list):
         raise TokenizerError(f"{source}: 'added_tokens' must be a list")
@@ -485,29 +507,26 @@ def _token_bytes_from_json(data: Any, source: str) -> tuple[list[bytes | None], 
         if not isinstance(entry.get("content"), str):
             raise TokenizerError(f"{source}: added token {entry!r} has no 'content' string")
         added_ids.append(tid)
-    _check_added_token_ids(added, dict(zip(piece_strs, piece_ids)), len(piece_ids), source)
+    _check_added_token_ids(added, dict(zip(pieces.texts, pieces.ids)), len(pieces.ids), source)
     for entry in added:
-        name_to_id[entry["content"]] = entry["id"]  # an added token wins over a vocab piece of the same text
+        pieces.name_to_id[entry["content"]] = entry["id"]  # an added token wins over a vocab piece of the same text
+    return added_ids
 
-    n_ids = max(max(piece_ids, default=-1), max(added_ids, default=-1)) + 1
-    wordpiece = decoders[0] if [c.get("type") for c in decoders] == ["WordPiece"] else None
-    if byte_level:
-        piece_bytes = _byte_level_bytes(piece_ids, piece_strs, source)
-    elif wordpiece is not None:
-        piece_bytes = _wordpiece_bytes(piece_ids, piece_strs, wordpiece, source)
-    else:
-        piece_bytes = _sentencepiece_bytes(piece_ids, piece_strs, space_char, byte_fallback, source)
-    if n_ids == len(piece_ids) and piece_ids == list(range(n_ids)):
+
+def _bytes_by_id(pieces: _Pieces, piece_bytes: list[bytes], added_ids: list[int]) -> list[bytes | None]:
+    """Token bytes indexed by id: None for ids without a piece, added tokens and the unknown token."""
+    n_ids = max(max(pieces.ids, default=-1), max(added_ids, default=-1)) + 1
+    if n_ids == len(pieces.ids) and pieces.ids == list(range(n_ids)):
         token_bytes: list[bytes | None] = piece_bytes  # type: ignore[assignment]
     else:
         token_bytes = [None] * n_ids
-        for tid, b in zip(piece_ids, piece_bytes):
+        for tid, b in zip(pieces.ids, piece_bytes):
             token_bytes[tid] = b
     for tid in added_ids:
         token_bytes[tid] = None
-    if unk_id is not None and 0 <= unk_id < n_ids:
-        token_bytes[unk_id] = None  # the unknown token stands for text it does not hold
-    return token_bytes, name_to_id
+    if pieces.unk_id is not None and 0 <= pieces.unk_id < n_ids:
+        token_bytes[pieces.unk_id] = None  # the unknown token stands for text it does not hold
+    return token_bytes
 
 
 # Decoders whose effect on one token in the middle of a text greatgramma reproduces exactly

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..bitmask import get_bitmask_shape
+from .layout import get_bitmask_shape
 
 __all__ = ["allocate_token_bitmask", "apply_token_bitmask_inplace", "get_bitmask_shape", "triton_available"]
 
