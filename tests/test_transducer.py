@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
+from helpers import GRAMMARS
 
 import greatgramma as gg
 from greatgramma.lexer import build_lexer
 from greatgramma.transducer import END, NO_TERM, TokenTransducer, TokenTrie
 
-GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
 ALPHABET = [b"{", b"}", b'"', b"a", b"1", b" ", b"\n", b",", b":", b".", b"e", b"\xc3", b"\xa9", b"-", b"t",
             b"r", b"u", b"/", b"*", b"x", b"i", b"f", b"0", b"(", b"\t", b"\\", b"'", b"`"]
 
