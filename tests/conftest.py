@@ -59,7 +59,11 @@ def bench_programs() -> Callable[[str], list[Path]]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that read the benchmark programs carry the ``bench_programs`` marker (for ``-m``)."""
+    """Tests that take these fixtures carry their markers (for ``-m``): ``real_tokenizers`` for
+    vocabularies/hf_tokenizers, ``bench_programs`` for bench_programs."""
     for item in items:
-        if "bench_programs" in getattr(item, "fixturenames", ()):
+        used = getattr(item, "fixturenames", ())
+        if "vocabularies" in used or "hf_tokenizers" in used:
+            item.add_marker(pytest.mark.real_tokenizers)
+        if "bench_programs" in used:
             item.add_marker(pytest.mark.bench_programs)

@@ -42,9 +42,9 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from helpers import EOS_ID, PAD_IDS, engine_bits
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
-from helpers import EOS_ID, PAD_IDS, engine_bits
 from lark import Lark
 from lark.exceptions import LarkError, UnexpectedInput
 from reference import ReferenceChecker

@@ -18,16 +18,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import OWN_PROGRAMS as OWN_DATA
 from helpers import TOKENIZER_NAMES as TOKENIZERS
-from helpers import IGNORE_LONG_STRING, allowed_ids, bit, compile_shipped, grammar_path
+from helpers import IGNORE_LONG_STRING, TEST_DATA, allowed_ids, bit, compile_shipped, grammar_path
 from lark_indenter import lark_parser, lark_parses, python_indenter
 
 import greatgramma as gg
 
 GRAMMAR_PATH = grammar_path("python")
 GRAMMAR_TEXT = GRAMMAR_PATH.read_text()
-OWN_PROGRAMS = sorted((OWN_DATA / "python").glob("*.py"))
+OWN_PROGRAMS = sorted((TEST_DATA / "python").glob("*.py"))
 pytestmark = IGNORE_LONG_STRING
 
 

@@ -31,6 +31,7 @@ try:  # Python >= 3.11
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as C  # type: ignore[no-redef]
 
+
 def lark_common(name: str) -> str:
     """The regex Lark itself produces for ``%import common.<name>``."""
     parser = Lark(f"start: {name}\n%import common.{name}\n", parser="lalr", lexer="basic")
