@@ -1,30 +1,19 @@
-"""Shared fixtures: a small grammar and a small byte-level vocabulary built in the test."""
+"""Fixtures: the small calculator grammar and vocabulary, and the real data (shipped tokenizers,
+../shared benchmark programs), each loaded once per session. A test that needs data that is
+absent skips with a reason naming it. Markers are registered, with what they mean, in
+pyproject.toml; helpers.py holds the paths and the loaders."""
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from helpers import CALC, CALC_TOKENS, require_programs, require_tokenizer
 
 import greatgramma as gg
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/reference.py, tests/tokenizer_utils.py
-
-CALC = r"""
-start: expr
-?expr: expr "+" term | expr "-" term | term
-?term: term "*" atom | atom
-?atom: NUMBER | NAME | "(" expr ")"
-NUMBER: /[0-9]+/
-NAME: /[a-z]+/
-%ignore " "
-"""
-
-CALC_TOKENS = [None, None] + [
-    b"1", b"2", b"12", b"+", b"-", b"*", b"(", b")", b" ", b"x", b"y", b"xy", b"1+", b"+2", b") ", b" (",
-    b"x*", b"\xc3", b"\xa9", b"let",
-]  # id 0 = EOS, id 1 = another special token
+from greatgramma.tokenize import load_tokenizer
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +24,46 @@ def calc_vocab() -> gg.Vocabulary:
 @pytest.fixture(scope="session")
 def calc_compiled(calc_vocab) -> gg.CompiledGrammar:
     return gg.compile(gg.Grammar(CALC), calc_vocab)
+
+
+def _loaded_once(load: Callable[[str], Any]) -> Callable[[str], Any]:
+    cache: dict[str, Any] = {}
+
+    def get(name: str) -> Any:
+        if name not in cache:
+            cache[name] = load(name)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def vocabularies() -> Callable[[str], gg.Vocabulary]:
+    """``vocabularies(name)``: the ``gg.Vocabulary`` of a shipped tokenizer (llama2, llama3, qwen3),
+    read from its folder, once per session."""
+    return _loaded_once(lambda name: gg.Vocabulary.from_file(require_tokenizer(name)))
+
+
+@pytest.fixture(scope="session")
+def hf_tokenizers() -> Callable[[str], Any]:
+    """``hf_tokenizers(name)``: the ``tokenizers.Tokenizer`` of a shipped tokenizer, once per session."""
+    pytest.importorskip("tokenizers", reason="encoding text needs the `tokenizers` package (pip install '.[test]')")
+    return _loaded_once(lambda name: load_tokenizer(require_tokenizer(name)))
+
+
+@pytest.fixture(scope="session")
+def bench_programs() -> Callable[[str], list[Path]]:
+    """``bench_programs(language)``: the benchmark programs in ../shared/bench/programs/<language>
+    (a skip naming the folder when it is absent)."""
+    return require_programs
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that take these fixtures carry their markers (for ``-m``): ``real_tokenizers`` for
+    vocabularies/hf_tokenizers, ``bench_programs`` for bench_programs."""
+    for item in items:
+        used = getattr(item, "fixturenames", ())
+        if "vocabularies" in used or "hf_tokenizers" in used:
+            item.add_marker(pytest.mark.real_tokenizers)
+        if "bench_programs" in used:
+            item.add_marker(pytest.mark.bench_programs)

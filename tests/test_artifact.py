@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import CALC, CALC_TOKENS
+from helpers import CALC, CALC_TOKENS
 
 import greatgramma as gg
 

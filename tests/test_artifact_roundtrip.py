@@ -7,61 +7,39 @@ while compiling, which the saved outcome rows name: the case issue 11 item 1 fou
 
 All cells run by default; the 128K/151K ones are marked ``slow_vocab``, so a quick local run
 can leave them out with ``-m "not slow_vocab"``. A Llama-2 cell also saves the grammar again
-after walking it (lexer states met while masking are then in the file too). Uses ../shared;
-skipped with a reason when it is absent.
+after walking it (lexer states met while masking are then in the file too). The programs come
+from ../shared; skipped with a reason when it is absent.
 """
 
 from __future__ import annotations
 
-import warnings
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
-from tokenizer_utils import encode_exact, load_tokenizer
-from compare import allowed_ids
+from helpers import BENCH_GRAMMARS as GRAMMARS
+from helpers import TOKENIZER_NAMES, allowed_ids, compile_shipped
 
 import greatgramma as gg
+from greatgramma.tokenize import encode_exact
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-GRAMMARS = ("json", "go", "java", "python")
-PROGRAM_SUFFIX = {"json": ".json", "go": ".go", "java": ".java", "python": ".py"}
 RANDOM_WALKS = 10
 MAX_STEPS = 40
 
-pytestmark = [
-    pytest.mark.real_tokenizers,
-    pytest.mark.skipif(not (SHARED / "tokenizers").is_dir(), reason=f"shared data not found at {SHARED}"),
-]
+pytestmark = pytest.mark.real_tokenizers
 
 
 def _cells() -> list:
     """(grammar, tokenizer) pairs; the large vocabularies marked slow_vocab."""
     out = []
-    for tokenizer in ("llama2", "llama3", "qwen3"):
+    for tokenizer in TOKENIZER_NAMES:
         marks = [] if tokenizer == "llama2" else [pytest.mark.slow_vocab]
         out += [pytest.param(g, tokenizer, marks=marks, id=f"{g}-{tokenizer}") for g in GRAMMARS]
     return out
 
 
-def _tokenizer_path(name: str) -> Path:
-    return SHARED / "tokenizers" / name / "tokenizer.json.gz"
-
-
-def compile_cell(grammar: str, tokenizer: str) -> gg.CompiledGrammar:
-    indenter = gg.Indenter.python() if grammar == "python" else None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", gg.GrammarWarning)  # python.lark's LONG_STRING (a known warning)
-        g = gg.Grammar.from_file(ROOT / "grammars" / f"{grammar}.lark", indenter=indenter)
-        return gg.compile(g, gg.Vocabulary.from_file(_tokenizer_path(tokenizer)))
-
-
-def program_tokens(grammar: str, tokenizer: str, vocab: gg.Vocabulary) -> dict[str, list[int]]:
-    hf = load_tokenizer(_tokenizer_path(tokenizer))
-    programs = sorted((SHARED / "bench" / "programs" / grammar).glob(f"*{PROGRAM_SUFFIX[grammar]}"))
-    assert programs, f"no {grammar} benchmark programs"
+def program_tokens(programs: list[Path], hf, vocab: gg.Vocabulary) -> dict[str, list[int]]:
     return {p.name: encode_exact(hf, p.read_text(encoding="utf-8"), vocab.token_bytes) for p in programs}
 
 
@@ -111,15 +89,18 @@ def random_walk(live: gg.Masker, loaded: gg.Masker, what: str, rng: np.random.Ge
 
 
 @pytest.mark.parametrize("grammar,tokenizer", _cells())
-def test_loaded_artifact_masks_like_the_compiled_grammar(grammar: str, tokenizer: str, tmp_path: Path) -> None:
-    compiled = compile_cell(grammar, tokenizer)
+def test_loaded_artifact_masks_like_the_compiled_grammar(
+    grammar: str, tokenizer: str, tmp_path: Path, vocabularies, hf_tokenizers, bench_programs
+) -> None:
+    paths = bench_programs(grammar)  # before compiling: the skip comes first where ../shared is absent
+    compiled = compile_shipped(grammar, vocabularies(tokenizer))
     path = tmp_path / f"{grammar}-{tokenizer}.gg"
     compiled.save(path)
     loaded = gg.load(path)
     assert loaded.summary() == compiled.summary()
     assert loaded.lexer.extended_keys() == compiled.lexer.extended_keys()
     live, cold = gg.Masker(compiled), gg.Masker(loaded)
-    programs = program_tokens(grammar, tokenizer, compiled.vocab)
+    programs = program_tokens(paths, hf_tokenizers(tokenizer), compiled.vocab)
     for name, tokens in programs.items():
         walk_program(live, cold, f"{grammar} x {tokenizer}, {name}", tokens)
     rng = np.random.default_rng(zlib.crc32(f"{grammar}-{tokenizer}".encode()))

@@ -13,16 +13,13 @@ import copy
 import hashlib
 import io
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CALC
+from helpers import CALC, compile_shipped
 
 import greatgramma as gg
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # single bytes, and strings that make the Go and Python lexers back up (extended lexer states)
 FUZZ_TOKENS = [None] + [bytes([b]) for b in range(256)] + [
@@ -34,13 +31,6 @@ def fuzz_vocab() -> gg.Vocabulary:
     return gg.Vocabulary.from_token_bytes(FUZZ_TOKENS, eos_token_ids=[0])
 
 
-def compile_shipped(name: str) -> gg.CompiledGrammar:
-    indenter = gg.Indenter.python() if name == "python" else None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", gg.GrammarWarning)
-        return gg.compile(gg.Grammar.from_file(ROOT / "grammars" / f"{name}.lark", indenter=indenter), fuzz_vocab())
-
-
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory) -> dict[str, tuple[Path, gg.CompiledGrammar]]:
     """Saved artifacts to edit: a small grammar, Go (extended lexer states) and Python (an indenter)."""
@@ -48,8 +38,8 @@ def bases(tmp_path_factory) -> dict[str, tuple[Path, gg.CompiledGrammar]]:
     directory = tmp_path_factory.mktemp("bases")
     for name, compiled in (
         ("calc", gg.compile(gg.Grammar(CALC), fuzz_vocab())),
-        ("go", compile_shipped("go")),
-        ("python", compile_shipped("python")),
+        ("go", compile_shipped("go", fuzz_vocab())),
+        ("python", compile_shipped("python", fuzz_vocab())),
     ):
         path = directory / f"{name}.ggc"
         compiled.save(path)

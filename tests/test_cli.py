@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CALC
+from helpers import CALC
 
 tokenizers = pytest.importorskip("tokenizers", reason="the CLI's check command encodes text with `tokenizers`")
 

@@ -14,16 +14,15 @@ import os
 import pickle
 import sys
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import PAD_IDS, grammar_text
 
 import greatgramma as gg
 from greatgramma.indenter import IndentedStack
 from greatgramma.stack import Frame
 
-ROOT = Path(__file__).resolve().parents[1]
 DEPTH = 20_000
 WINDOW = 16  # steps compared at each depth
 MEMORY_BOUND = 50 << 20  # bytes the resident set may grow by during a walk DEPTH deep
@@ -36,10 +35,10 @@ NUM: /[0-9]+/
 
 # name -> (grammar, indenter, token pieces, tokens of the walk as (opening piece, repeats, closing pieces))
 CASES = {
-    "json": ((ROOT / "grammars" / "json.lark").read_text(), None,
+    "json": (grammar_text("json"), None,
              [b"[", b"]", b"1", b",", b" ", b"[[", b"]]", b"]]]]", b"[1", b"1]", b"],", b"{", b"}", b'"a"', b":"]),
     "items": (ITEMS, None, [b"[", b"]", b"1", b",", b"1,", b",1", b"1]", b"12", b"]]"]),
-    "indented": ((ROOT / "tests" / "grammars" / "indented.lark").read_text(), "brackets",
+    "indented": (grammar_text("indented"), "brackets",
                  [b"f", b"(", b")", b"a", b"\n", b"f(", b"))", b")\n", b"a,", b" ", b"//"]),
 }
 
@@ -47,7 +46,7 @@ CASES = {
 def compiled_case(name: str) -> tuple[gg.Masker, dict[bytes, int]]:
     text, indenter, pieces = CASES[name]
     tokens = [None, *pieces]  # id 0: EOS
-    vocab = gg.Vocabulary.from_token_bytes(tokens, eos_token_ids=[0], vocab_size=len(tokens) + 3)
+    vocab = gg.Vocabulary.from_token_bytes(tokens, eos_token_ids=[0], vocab_size=len(tokens) + PAD_IDS)
     ind = gg.Indenter(open=("LPAR",), close=("RPAR",)) if indenter else None
     masker = gg.Masker(gg.compile(gg.Grammar(text, indenter=ind), vocab))
     return masker, {p: i for i, p in enumerate(tokens) if p is not None}

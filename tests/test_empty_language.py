@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CALC_TOKENS
+from helpers import CALC_TOKENS
 
 import greatgramma as gg
 

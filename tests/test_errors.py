@@ -20,11 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import grammar_path, grammar_text
 
 import greatgramma as gg
 from greatgramma.lexer import TerminalSpec, build_lexer
-
-HERE = Path(__file__).resolve().parent
 
 
 def grammar_error(text: str, **kwargs) -> gg.GrammarError:
@@ -195,8 +194,8 @@ def test_shift_reduce_conflict_is_lark_shift_by_default_and_an_error_when_strict
 
 
 def test_shipped_grammar_loads_strict() -> None:
-    gg.Grammar.from_file(HERE.parent / "grammars" / "json.lark", strict=True)
-    gg.Grammar.from_file(HERE / "grammars" / "arith.lark", strict=True)
+    gg.Grammar.from_file(grammar_path("json"), strict=True)
+    gg.Grammar.from_file(grammar_path("arith"), strict=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -483,7 +482,7 @@ def test_no_dead_end_when_the_next_lexeme_would_merge() -> None:
 
 
 def test_threads_with_evicting_caches_give_the_serial_masks() -> None:
-    text = (HERE / "grammars" / "arith.lark").read_text()
+    text = grammar_text("arith")
     pieces = [None, b"1", b"2", b"+", b"-", b"*", b"/", b"(", b")", b" ", b"x", b"y1", b"3.5", b"(-", b")*", b"1+"]
     vocab = gg.Vocabulary.from_token_bytes(pieces, eos_token_ids=[0], vocab_size=40)
     compiled = gg.compile(gg.Grammar(text), vocab)

@@ -3,8 +3,8 @@ control-character tokens, keywords and identifiers followed by lead bytes.
 
 Walks that prefer those tokens must never reach a dead end (an empty mask), every output they
 end with EOS must parse with Lark, and after each partial-UTF-8 token the whole mask must equal
-the reference checker's. A second test goes through every (lexer state, lead byte) pair.
-Uses ../shared (tokenizers, programs); skipped with a reason when it is absent.
+the reference checker's. A second test goes through every (lexer state, lead byte) pair, in
+contexts from the benchmark programs of ../shared (skipped with a reason when it is absent).
 """
 
 from __future__ import annotations
@@ -17,36 +17,24 @@ from pathlib import Path
 import lark
 import numpy as np
 import pytest
+from helpers import BENCH_GRAMMARS as GRAMMARS
+from helpers import IGNORE_LONG_STRING, allowed_ids, bit, compile_shipped, grammar_text
+from helpers import TOKENIZER_NAMES as TOKENIZERS
 from lark_indenter import lark_parser, python_indenter
 from reference import ReferenceChecker
-from compare import allowed_ids, bit
 
 import greatgramma as gg
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-TOKENIZERS = ("llama2", "llama3", "qwen3")
-GRAMMARS = ("json", "go", "java", "python")
 LEAD_BYTES = range(0xC2, 0xF5)
 CONTEXTS_PER_STATE = 2
 PY_REF_INDENTER = dict(nl="_NL", open=("LPAR", "LSQB", "LBRACE"), close=("RPAR", "RSQB", "RBRACE"), tab_len=8, max_column=64)
 
-pytestmark = [
-    pytest.mark.real_tokenizers,
-    pytest.mark.skipif(not (SHARED / "tokenizers").is_dir(), reason=f"shared data not found at {SHARED}"),
-    pytest.mark.filterwarnings("ignore:.*LONG_STRING can never be produced"),
-]
-
-
-def grammar_text(name: str) -> str:
-    return (ROOT / "grammars" / f"{name}.lark").read_text()
+pytestmark = [pytest.mark.real_tokenizers, IGNORE_LONG_STRING]
 
 
 @lru_cache(maxsize=1)  # one cell in memory at a time
-def masker_for(grammar: str, tokenizer: str) -> gg.Masker:
-    vocab = gg.Vocabulary.from_file(SHARED / "tokenizers" / tokenizer / "tokenizer.json.gz")
-    indenter = gg.Indenter.python() if grammar == "python" else None
-    return gg.Masker(gg.compile(gg.Grammar(grammar_text(grammar), indenter=indenter), vocab))
+def masker_for(grammar: str, vocab: gg.Vocabulary) -> gg.Masker:
+    return gg.Masker(compile_shipped(grammar, vocab))
 
 
 @lru_cache(maxsize=4)
@@ -85,8 +73,8 @@ class Kinds:
 
 
 @lru_cache(maxsize=1)
-def kinds_for(grammar: str, tokenizer: str) -> Kinds:
-    return Kinds(masker_for(grammar, tokenizer).compiled.vocab)
+def kinds_for(vocab: gg.Vocabulary) -> Kinds:
+    return Kinds(vocab)
 
 
 def pick(rng: random.Random, ok: np.ndarray, kinds: Kinds, after_word: bool) -> int:
@@ -104,9 +92,9 @@ WALKS, STEPS = 6, 60
 
 
 @pytest.mark.parametrize("grammar,tokenizer", CELLS)
-def test_hostile_walks(grammar: str, tokenizer: str) -> None:
-    masker = masker_for(grammar, tokenizer)
-    vocab, kinds = masker.compiled.vocab, kinds_for(grammar, tokenizer)
+def test_hostile_walks(grammar: str, tokenizer: str, vocabularies) -> None:
+    masker = masker_for(grammar, vocabularies(tokenizer))
+    vocab, kinds = masker.compiled.vocab, kinds_for(masker.compiled.vocab)
     eos = set(vocab.eos_token_ids)
     ref = reference_for(grammar)
     compared = 0
@@ -174,12 +162,11 @@ def witnesses(lexer) -> dict[int, bytes]:
     return found
 
 
-def program_contexts(grammar: str, per_program: int = 150) -> list[list[bytes]]:
+def program_contexts(programs: list[Path], per_program: int = 150) -> list[list[bytes]]:
     """Per benchmark program, its prefixes that end between two lexemes (after whitespace or an
     opening bracket or comma)."""
-    ext = {"python": "py"}.get(grammar, grammar)
     out = []
-    for path in sorted((SHARED / "bench" / "programs" / grammar).glob(f"*.{ext}")):
+    for path in programs:
         text = path.read_bytes()
         ends = [i + 1 for i in range(len(text)) if text[i : i + 1] in (b" ", b"\n", b"(", b"[", b"{", b",")]
         out.append([b""] + [text[:i] for i in ends[:per_program]])
@@ -213,12 +200,13 @@ def feed_bytes(masker: gg.Masker, state: gg.State, data: bytes, by_byte: dict[in
 
 
 @pytest.mark.parametrize("grammar", GRAMMARS)
-def test_every_lexer_state_and_lead_byte(grammar: str) -> None:
+def test_every_lexer_state_and_lead_byte(grammar: str, vocabularies, bench_programs) -> None:
     """For each DFA state, reached in some program context: each lead byte's token is allowed
     exactly when the reference finds the prefix viable (asked for one byte, varied, of each
     class of lead bytes the lexer treats alike), and once taken the mask is not empty."""
     ref = reference_for(grammar)
-    masker = masker_for(grammar, "llama2")  # bytes decide here; the walks above cover every tokenizer
+    programs = bench_programs(grammar)  # before compiling: the skip comes first where ../shared is absent
+    masker = masker_for(grammar, vocabularies("llama2"))  # bytes decide here; the walks above cover every tokenizer
     lexer, by_byte = masker.compiled.lexer, byte_token(masker.compiled.vocab)
     cols = lexer.columns
     reach = witnesses(lexer)
@@ -226,7 +214,7 @@ def test_every_lexer_state_and_lead_byte(grammar: str) -> None:
     if cols is not None:  # with an indenter: one state per base state (the column copies lex alike)
         states = sorted({int(cols.state_base[q]): q for q in states}.values())
     starts: list[tuple[bytes, gg.State]] = []
-    for prefixes in program_contexts(grammar):
+    for prefixes in program_contexts(programs):
         state, done = masker.initial_state(), b""
         for ctx in prefixes:
             state = feed_bytes(masker, state, ctx[len(done):], by_byte)
@@ -289,10 +277,10 @@ def test_every_lexer_state_and_lead_byte(grammar: str) -> None:
         ("llama2", b'x = a!=""and', [b"\xef", b"\xbc"]),
     ],
 )
-def test_keyword_then_lead_byte_is_refused(tokenizer: str, prefix: bytes, pieces: list[bytes]) -> None:
+def test_keyword_then_lead_byte_is_refused(tokenizer: str, prefix: bytes, pieces: list[bytes], vocabularies) -> None:
     """After a keyword where a NAME cannot follow, a lead byte is refused: a letter would make
     the lexeme a NAME, any other character backs up to the keyword and then starts nothing."""
-    masker = masker_for("python", tokenizer)
+    masker = masker_for("python", vocabularies(tokenizer))
     vocab, by_byte = masker.compiled.vocab, byte_token(masker.compiled.vocab)
     state = feed_bytes(masker, masker.initial_state(), prefix, by_byte)
     assert state is not None

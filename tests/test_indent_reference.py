@@ -18,8 +18,6 @@ every output that ends with EOS parses with Lark (with Lark's own ``Indenter`` f
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import functools
 import random
 from dataclasses import dataclass
@@ -27,22 +25,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pytest
+from helpers import EOS_ID, PAD_IDS, SPECIAL_ID, describe, engine_bits, grammar_text, probe, reference_bits
 from lark import Lark
-from lark.indenter import Indenter
+from lark_indenter import lark_indenter
+from reference import ReferenceChecker
 
 import greatgramma as gg
-from compare import EOS_ID, describe, engine_bits, probe, reference_bits
 
-try:
-    from reference import ReferenceChecker
-except ImportError:  # tests/ imported as a package
-    from tests.reference import ReferenceChecker  # type: ignore[no-redef]
-
-SPECIAL_ID = 1
-PAD_IDS = 3
 MAX_COLUMN = 12
 
-INDENTED = (Path(__file__).parent / "grammars" / "indented.lark").read_text(encoding="utf-8")
+INDENTED = grammar_text("indented")
 
 # The motivating case of backtracking: the newline terminal also takes a raw docstring, so
 # "\n  r" is alive (a prefix of "\n  r'''...'''") but "\n  return" lexes as _NL("\n  ") RETURN.
@@ -58,40 +50,14 @@ _NL: (/(\r?\n[\t ]*)+/ | /r'''[^']*'''/)+
 
 # Backtracking without an indenter: "abba" lexes as A B B + "a" (two bytes backtracked), "ab"
 # may still end as A B although ABC is not accepted first.
-SHORT_LONG = r"""
-start: A B* | "x" ABC
-A: "a"
-B: "b"
-ABC: /ab+c/
-"""
+SHORT_LONG = grammar_text("short_long")
 # "1e+x" lexes as NUMBER("1") NAME("e") PLUS NAME("x").
-QUANTITY = r"""
-start: expr
-expr: term ("+" term)*
-term: NUMBER NAME? | NAME
-NUMBER: /[0-9]+(e[+-]?[0-9]+)?/
-NAME: /[a-z]+/
-%ignore " "
-"""
+QUANTITY = grammar_text("quantity")
 
 # A negative lookahead decides completeness from the character after the lexeme: '""' is a
 # STRING before "x" or the end, not before '"' (where LONG may take over, if present).
-GUARDED_SHORT = r"""
-start: (STRING | NAME)*
-STRING: /"(?!"").*?"/
-NAME: /[a-z]+/
-%ignore " "
-"""
-GUARDED = GUARDED_SHORT.replace("(STRING | NAME)", "(STRING | LONG | NAME)") + 'LONG: /""".*?"""/\n'
-
-
-class _LarkIndenter(Indenter):
-    NL_type = "_NL"
-    OPEN_PAREN_types = ["LPAR"]
-    CLOSE_PAREN_types = ["RPAR"]
-    INDENT_type = "_INDENT"
-    DEDENT_type = "_DEDENT"
-    tab_len = 8
+GUARDED_SHORT = grammar_text("guarded_short")
+GUARDED = grammar_text("guarded")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -182,8 +148,7 @@ def setup(name: str) -> Setup:
         ref = ReferenceChecker(
             text, indenter=dict(nl="_NL", open=opens, close=closes, tab_len=8, max_column=MAX_COLUMN)
         )
-        postlex = type("Postlex", (_LarkIndenter,), dict(OPEN_PAREN_types=list(opens), CLOSE_PAREN_types=list(closes)))
-        lark = Lark(text, parser="lalr", lexer="basic", postlex=postlex())
+        lark = Lark(text, parser="lalr", lexer="basic", postlex=lark_indenter("_NL", opens, closes, tab_len=8))
         return Setup(name, tokens, vocab_size, masker, ref, lark)
     text = {"short_long": SHORT_LONG, "quantity": QUANTITY, "guarded": GUARDED, "guarded_short": GUARDED_SHORT}[name]
     tokens = token_table(_GUARD_PIECES if name.startswith("guarded") else _BACKTRACK_PIECES)

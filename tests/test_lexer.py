@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
-from pathlib import Path
 
 import pytest
+from helpers import GRAMMARS, dfa_boundary, single_terminal_lexer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,13 +14,6 @@ import greatgramma as gg
 from greatgramma.lexer import DEAD, TerminalSpec, build_lexer
 from greatgramma.lexing import LexingTransducer
 from greatgramma.regex import utf8_sequences
-
-GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
-
-
-@functools.lru_cache(maxsize=None)
-def single_terminal_lexer(pattern: str):
-    return build_lexer([spec("T", pattern)])
 
 
 def spec(name: str, pattern: str, *, is_string: bool = False, priority: int = 0) -> TerminalSpec:
@@ -142,18 +134,6 @@ def test_utf8_sequences_cover_exactly_the_range() -> None:
                 got.append(ord(ch))
         expected = [c for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF]
         assert sorted(got) == expected
-
-
-def dfa_boundary(lexer, data: bytes) -> int | None:
-    """Where the lexer ends the first lexeme of ``data`` (maximal munch, backing up as needed)."""
-    q, end = 0, None
-    for i, b in enumerate(data):
-        if q != 0 and lexer.accept_next[q, b] != DEAD:
-            end = i
-        q = int(lexer.delta[q, b])
-        if q == DEAD:
-            return end
-    return len(data) if lexer.accept[q] != DEAD else end
 
 
 PYTHON_LOOKAROUND = [

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest import CALC, CALC_TOKENS
+from helpers import CALC, CALC_TOKENS, grammar_path
 
 import greatgramma as gg
 
@@ -105,9 +105,7 @@ def test_threads_give_the_serial_masks(calc_compiled) -> None:
 
 
 def test_python_grammar_is_refused_until_postlexers_exist() -> None:
-    from pathlib import Path
-
-    grammar = gg.Grammar.from_file(Path(__file__).resolve().parents[1] / "grammars" / "python.lark")
+    grammar = gg.Grammar.from_file(grammar_path("python"))
     vocab = gg.Vocabulary.from_token_bytes([None, b"x"], eos_token_ids=[0])
     with pytest.raises(gg.GrammarError, match="_DEDENT, _INDENT are declared.*postlexer"):
         gg.compile(grammar, vocab)

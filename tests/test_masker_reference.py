@@ -17,26 +17,15 @@ from __future__ import annotations
 import functools
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 import pytest
+from helpers import EOS_ID, PAD_IDS, SPECIAL_ID, describe, engine_bits, grammar_text, probe, reference_bits
 from lark import Lark
+from reference import ReferenceChecker
 
 import greatgramma as gg
-from compare import EOS_ID, describe, engine_bits, probe, reference_bits
-
-try:
-    from reference import ReferenceChecker
-except ImportError:  # tests/ imported as a package
-    from tests.reference import ReferenceChecker  # type: ignore[no-redef]
-
-ROOT = Path(__file__).resolve().parents[1]
-HERE = Path(__file__).resolve().parent
-
-SPECIAL_ID = 1
-PAD_IDS = 5  # ids past the tokenizer's end, inside the model's vocabulary: never allowed
 
 
 # ----------------------------------------------------------------------------------------------
@@ -95,21 +84,21 @@ _KEYWORD_SPECIFIC = [
 CASES = [
     Case(
         "json",
-        (ROOT / "grammars" / "json.lark").read_text(),
+        grammar_text("json"),
         tuple(_JSON_SPECIFIC),
         b'{}[],:"0123456789.-+eEtrunlfas \n\\',
         seed=1001,
     ),
     Case(
         "arith",
-        (HERE / "grammars" / "arith.lark").read_text(),
+        grammar_text("arith"),
         tuple(_ARITH_SPECIFIC),
         b"0123456789.+-*/()xyab_ \n",
         seed=2002,
     ),
     Case(
         "keywords",
-        (HERE / "grammars" / "keywords.lark").read_text(),
+        grammar_text("keywords"),
         tuple(_KEYWORD_SPECIFIC),
         b'iftheneldowhpr=;<+/*()"xyz09 \n',
         seed=3003,

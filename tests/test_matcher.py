@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import CALC_TOKENS
+from helpers import CALC_TOKENS
 
 import greatgramma as gg
 from greatgramma.matcher import RollbackError

@@ -42,17 +42,14 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from helpers import EOS_ID, PAD_IDS, engine_bits
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from lark import Lark
 from lark.exceptions import LarkError, UnexpectedInput
+from reference import ReferenceChecker
 
 import greatgramma as gg
-
-try:
-    from reference import ReferenceChecker
-except ImportError:  # tests/ imported as a package
-    from tests.reference import ReferenceChecker  # type: ignore[no-redef]
 
 # Budgets: all property tests together stay well under 3 minutes on a 2-core machine.
 # GG_PROPERTY_SCALE=20 multiplies the example counts for a longer soak run.
@@ -67,10 +64,6 @@ SETTINGS = dict(
     deadline=timedelta(seconds=10),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
-
-EOS_ID = 0
-SPECIAL_ID = 1
-PAD_IDS = 3
 
 # ---------------------------------------------------------------------------------------------
 # A generator of small grammars
@@ -222,12 +215,6 @@ def vocabularies(draw, text: str) -> list:
 
 def _to_alphabet(data: bytes) -> bytes:
     return bytes(ALPHABET[b % len(ALPHABET)] for b in data)
-
-
-def engine_bits(words: np.ndarray, vocab_size: int) -> np.ndarray:
-    bits = np.unpackbits(words.astype("<i4").view(np.uint8), bitorder="little").astype(bool)
-    assert not bits[vocab_size:].any(), "bits set past the vocabulary size"
-    return bits[:vocab_size]
 
 
 def lark_accepts(parser: Lark, data: bytes) -> bool:

@@ -5,9 +5,9 @@
   indentation after a block opener, dedents only to a level on the stack, several at once,
   indentation free inside brackets, EOS closing open blocks), each completeness claim checked
   against Lark too; a few seeded random walks whose EOS-ended outputs must parse with Lark.
-- Real tokenizers (../shared; skipped with a reason when absent): every program (shared
-  benchmark and own) walks cleanly with llama2, llama3, qwen3; seeded random walks never meet
-  an empty mask and every output ended with EOS parses with Lark + the indenter.
+- Real tokenizers (tokenizers/): every program (the ../shared benchmark's, skipped with a reason
+  when absent, and the own) walks cleanly with llama2, llama3, qwen3; seeded random walks never
+  meet an empty mask and every output ended with EOS parses with Lark + the indenter.
 """
 
 from __future__ import annotations
@@ -18,21 +18,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import TOKENIZER_NAMES as TOKENIZERS
+from helpers import IGNORE_LONG_STRING, TEST_DATA, allowed_ids, bit, compile_shipped, grammar_path
 from lark_indenter import lark_parser, lark_parses, python_indenter
-from compare import allowed_ids, bit
 
 import greatgramma as gg
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-GRAMMAR_PATH = ROOT / "grammars" / "python.lark"
+GRAMMAR_PATH = grammar_path("python")
 GRAMMAR_TEXT = GRAMMAR_PATH.read_text()
-OWN_PROGRAMS = sorted((Path(__file__).resolve().parent / "data" / "python").glob("*.py"))
-SHARED_PROGRAMS = sorted((SHARED / "bench" / "programs" / "python").glob("*.py"))
-TOKENIZERS = ("llama2", "llama3", "qwen3")
-HAVE_SHARED = (SHARED / "tokenizers").is_dir()
-# python.lark's LONG_STRING is always won by _NL (whose COMMENT holds a LONG_STRING): a known warning
-pytestmark = pytest.mark.filterwarnings("ignore:.*LONG_STRING can never be produced")
+OWN_PROGRAMS = sorted((TEST_DATA / "python").glob("*.py"))
+pytestmark = IGNORE_LONG_STRING
 
 
 def python_grammar() -> gg.Grammar:
@@ -57,7 +52,15 @@ def walk_ids(masker: gg.Masker, ids: list[int], name: str, state: gg.State | Non
 def test_programs_parse_with_lark() -> None:
     """The test material itself: every program is accepted by Lark with the indenter."""
     assert 6 <= len(OWN_PROGRAMS) <= 10
-    for program in OWN_PROGRAMS + SHARED_PROGRAMS:
+    assert_parse_with_lark(OWN_PROGRAMS)
+
+
+def test_bench_programs_parse_with_lark(bench_programs) -> None:
+    assert_parse_with_lark(bench_programs("python"))
+
+
+def assert_parse_with_lark(programs: list[Path]) -> None:
+    for program in programs:
         data = program.read_bytes()
         assert data.endswith(b"\n") and data.isascii(), program.name
         lark_parser(GRAMMAR_TEXT, python_indenter()).parse(data.decode())  # raises with the position
@@ -334,31 +337,24 @@ def test_random_walks_small_vocab() -> None:
 # --------------------------------------------------------------------------- real tokenizers
 
 
-def _tokenizer_path(name: str) -> Path:
-    return SHARED / "tokenizers" / name / "tokenizer.json.gz"
-
-
 @pytest.fixture(scope="module", params=TOKENIZERS)
-def real_compiled(request) -> gg.CompiledGrammar:
+def real_compiled(request, vocabularies) -> gg.CompiledGrammar:
     """python.lark compiled for one tokenizer; module scope with params makes pytest run all the
     tests of one tokenizer together, so each compiles once and one is in memory at a time."""
-    if not HAVE_SHARED:
-        pytest.skip(f"shared data not found at {SHARED}")
-    vocab = gg.Vocabulary.from_file(_tokenizer_path(request.param))
-    return gg.compile(python_grammar(), vocab)
+    return compile_shipped("python", vocabularies(request.param))
 
 
 @pytest.mark.real_tokenizers
-@pytest.mark.skipif(not HAVE_SHARED, reason=f"shared data not found at {SHARED}")
-def test_programs_walk_cleanly(real_compiled: gg.CompiledGrammar, request) -> None:
-    from greatgramma.tokenize import encode_exact, load_tokenizer
+def test_programs_walk_cleanly(real_compiled: gg.CompiledGrammar, request, hf_tokenizers, bench_programs) -> None:
+    from greatgramma.tokenize import encode_exact
 
     compiled = real_compiled
     vocab = compiled.vocab
     masker = gg.Masker(compiled)
-    hf = load_tokenizer(_tokenizer_path(request.node.callspec.params["real_compiled"]))
-    assert SHARED_PROGRAMS and OWN_PROGRAMS
-    for program in SHARED_PROGRAMS + OWN_PROGRAMS:
+    hf = hf_tokenizers(request.node.callspec.params["real_compiled"])
+    shared_programs = bench_programs("python")
+    assert shared_programs and OWN_PROGRAMS
+    for program in shared_programs + OWN_PROGRAMS:
         ids = encode_exact(hf, program.read_text(encoding="utf-8"), vocab.token_bytes)
         state = masker.initial_state()
         done = b""
@@ -377,7 +373,6 @@ def test_programs_walk_cleanly(real_compiled: gg.CompiledGrammar, request) -> No
 
 
 @pytest.mark.real_tokenizers
-@pytest.mark.skipif(not HAVE_SHARED, reason=f"shared data not found at {SHARED}")
 def test_random_walks(real_compiled: gg.CompiledGrammar, request) -> None:
     name = request.node.callspec.params["real_compiled"]
     finished, _ = random_walks(real_compiled, f"python-{name}", walks=50, max_steps=150)

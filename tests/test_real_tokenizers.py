@@ -1,48 +1,36 @@
 """Real tokenizers x benchmark grammars: every program token allowed, random walks never stuck, outputs parse.
 
-Uses ../shared (tokenizers and programs); skipped with a reason when it is absent.
+The programs come from ../shared; the tests that walk them skip with a reason when it is absent.
 """
 
 from __future__ import annotations
 
 import zlib
-from pathlib import Path
 
 import lark
 import numpy as np
 import pytest
-from compare import allowed_ids
+from helpers import TOKENIZER_NAMES as TOKENIZERS
+from helpers import allowed_ids, compile_shipped, grammar_text
 
 import greatgramma as gg
-from greatgramma.tokenize import encode_exact, load_tokenizer
+from greatgramma.tokenize import encode_exact
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-TOKENIZERS = ("llama2", "llama3", "qwen3")
 LANGUAGES = {"go": "go", "java": "java", "json": "json"}
 WALKS = 50
 MAX_STEPS = 120
 CLOSERS = [b'"', b")", b"]", b"}", b";", b"\n", b"*/", b"'", b"`", b"0", b" 0", b"1"]
 
-pytestmark = [
-    pytest.mark.real_tokenizers,
-    pytest.mark.skipif(not (SHARED / "tokenizers").is_dir(), reason=f"shared data not found at {SHARED}"),
-]
+pytestmark = pytest.mark.real_tokenizers
+
+_compiled: dict[tuple[str, gg.Vocabulary], gg.CompiledGrammar] = {}
 
 
-def _tokenizer_path(name: str) -> Path:
-    return SHARED / "tokenizers" / name / "tokenizer.json.gz"
-
-
-_compiled: dict[tuple[str, str], gg.CompiledGrammar] = {}
-
-
-def compiled_for(grammar: str, tokenizer: str) -> gg.CompiledGrammar:
-    key = (grammar, tokenizer)
+def compiled_for(grammar: str, vocab: gg.Vocabulary) -> gg.CompiledGrammar:
+    key = (grammar, vocab)
     if key not in _compiled:
         _compiled.clear()  # keep one cell in memory at a time
-        vocab = gg.Vocabulary.from_file(_tokenizer_path(tokenizer))
-        _compiled[key] = gg.compile(gg.Grammar.from_file(ROOT / "grammars" / f"{grammar}.lark"), vocab)
+        _compiled[key] = compile_shipped(grammar, vocab)
     return _compiled[key]
 
 
@@ -50,13 +38,12 @@ CELLS = [(g, t) for g in LANGUAGES for t in TOKENIZERS]
 
 
 @pytest.mark.parametrize("grammar,tokenizer", CELLS)
-def test_programs_walk_cleanly(grammar: str, tokenizer: str) -> None:
-    compiled = compiled_for(grammar, tokenizer)
+def test_programs_walk_cleanly(grammar: str, tokenizer: str, vocabularies, hf_tokenizers, bench_programs) -> None:
+    programs = bench_programs(LANGUAGES[grammar])
+    compiled = compiled_for(grammar, vocabularies(tokenizer))
     vocab = compiled.vocab
     masker = gg.Masker(compiled)
-    hf = load_tokenizer(_tokenizer_path(tokenizer))
-    programs = sorted((SHARED / "bench" / "programs" / LANGUAGES[grammar]).glob("*"))
-    assert programs
+    hf = hf_tokenizers(tokenizer)
     for program in programs:
         ids = encode_exact(hf, program.read_text(encoding="utf-8"), vocab.token_bytes)
         state = masker.initial_state()
@@ -70,12 +57,12 @@ def test_programs_walk_cleanly(grammar: str, tokenizer: str) -> None:
 
 
 @pytest.mark.parametrize("grammar,tokenizer", CELLS)
-def test_random_walks(grammar: str, tokenizer: str) -> None:
-    compiled = compiled_for(grammar, tokenizer)
+def test_random_walks(grammar: str, tokenizer: str, vocabularies) -> None:
+    compiled = compiled_for(grammar, vocabularies(tokenizer))
     vocab = compiled.vocab
     eos = set(vocab.eos_token_ids)
     masker = gg.Masker(compiled)
-    parser = lark.Lark((ROOT / "grammars" / f"{grammar}.lark").read_text(), parser="lalr", lexer="basic")
+    parser = lark.Lark(grammar_text(grammar), parser="lalr", lexer="basic")
     closers = np.array([i for i, tb in enumerate(vocab.token_bytes) if tb in CLOSERS], dtype=np.int64)
     eos_ids = np.array(sorted(eos), dtype=np.int64)
     rng = np.random.default_rng(zlib.crc32(f"{grammar}-{tokenizer}".encode()))

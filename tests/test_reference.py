@@ -8,24 +8,17 @@ asked too.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pathlib
 import re
 
 import pytest
+import reference
+from helpers import grammar_text
 from lark import Lark
 from lark.exceptions import LarkError
 
-try:
-    import reference
-except ImportError:  # tests/ imported as a package
-    from tests import reference  # type: ignore[no-redef]
-
 ReferenceChecker = reference.ReferenceChecker
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-JSON_GRAMMAR = (ROOT / "grammars" / "json.lark").read_text(encoding="utf-8")
+JSON_GRAMMAR = grammar_text("json")
 
 
 def lark_parses(grammar: str, text: str, start: str = "start") -> bool:
@@ -528,14 +521,7 @@ def test_backtracking_splits_a_newline_before_a_keyword():
         assert lark_parses(DOCSTRING_NL, text), text
 
 
-QUANTITY = r"""
-start: expr
-expr: term ("+" term)*
-term: NUMBER NAME? | NAME
-NUMBER: /[0-9]+(e[+-]?[0-9]+)?/
-NAME: /[a-z]+/
-%ignore " "
-"""
+QUANTITY = grammar_text("quantity")
 
 
 def test_backtracking_two_bytes_in_an_exponent():
@@ -556,12 +542,7 @@ def test_backtracking_two_bytes_in_an_exponent():
     assert tokens == ["NUMBER", "NAME", "PLUS", "NAME"]
 
 
-SHORT_LONG = r"""
-start: A B* | "x" ABC
-A: "a"
-B: "b"
-ABC: /ab+c/
-"""
+SHORT_LONG = grammar_text("short_long")
 
 
 def test_backtracking_at_the_end_of_input_and_in_viability():
@@ -593,19 +574,8 @@ def test_no_backtracking_into_a_complete_lexeme():
     assert ref.complete(b"if x then d;")
 
 
-GUARDED = r"""
-start: (STRING | LONG | NAME)*
-STRING: /"(?!"").*?"/
-LONG: /'''.*?'''/
-NAME: /[a-z]+/
-%ignore " "
-""".replace("'''", '"""')
-GUARDED_SHORT = r"""
-start: (STRING | NAME)*
-STRING: /"(?!"").*?"/
-NAME: /[a-z]+/
-%ignore " "
-"""
+GUARDED = grammar_text("guarded")
+GUARDED_SHORT = grammar_text("guarded_short")
 
 
 def test_completeness_given_the_following_character():
@@ -637,7 +607,7 @@ def test_completeness_given_the_following_character():
 # ---------------------------------------------------------------------------------------------
 # The indenter postlexer (Lark's lark.indenter.Indenter, made exact, with a column limit)
 
-INDENTED = (Path(__file__).parent / "grammars" / "indented.lark").read_text(encoding="utf-8")
+INDENTED = grammar_text("indented")
 INDENT_OPTIONS = dict(nl="_NL", open=("LPAR",), close=("RPAR",), tab_len=8, max_column=12)
 
 

@@ -12,33 +12,24 @@ from __future__ import annotations
 import functools
 import random
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import reference
+from helpers import EOS_ID, describe, engine_bits, grammar_path, reference_bits, single_terminal_lexer
+from helpers import dfa_boundary as lexeme_end  # where maximal munch ends the first lexeme
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lark import Lark
 
 import greatgramma as gg
-from compare import EOS_ID, describe, engine_bits, reference_bits
-from test_lexer import dfa_boundary as lexeme_end  # where maximal munch ends the first lexeme
-from greatgramma.lexer import TerminalSpec, build_lexer
-from greatgramma.lexing import LexingTransducer
 from greatgramma.regex import ByteNFA, class_ranges, compile_regex
-
-try:
-    import reference
-except ImportError:  # tests/ imported as a package
-    from tests import reference  # type: ignore[no-redef]
 
 try:  # Python >= 3.11
     from re import _constants as C
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as C  # type: ignore[no-redef]
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def lark_common(name: str) -> str:
@@ -120,7 +111,7 @@ def test_which_patterns_run_in_priority_order() -> None:
     assert compile_regex("C_COMMENT", lark_common("C_COMMENT")).ordered
     behind_only = compile_regex("B", r'[ab"]+(?<!")')
     assert not behind_only.ordered and len(behind_only.lookbehinds) == 1
-    python = {t.name: t.pattern for t in gg.Grammar.from_file(ROOT / "grammars" / "python.lark").terminals}
+    python = {t.name: t.pattern for t in gg.Grammar.from_file(grammar_path("python")).terminals}
     long_string = compile_regex("LONG_STRING", python["LONG_STRING"])
     assert long_string.ordered and not long_string.lookbehinds  # (?<!\\) right after a quote
     string = compile_regex("STRING", python["STRING"])
@@ -192,11 +183,6 @@ LOOKBEHIND_AND_LAZY = [  # (label, pattern, how its lexemes begin, pieces of tex
     ("prefix_alternation_then_lazy", r"(?:x|x;ab).*?;", "x;", ["x", ";", "ab;", "a", "b", "é"]),  # re takes "x" first
     ("alternation_then_lookbehind", r"(?:a|ab)(?<!\*)", "a", LETTERS),  # no lazy part: the longest lexeme
 ]
-
-
-@functools.lru_cache(maxsize=None)
-def single_terminal_lexer(pattern: str) -> LexingTransducer:
-    return LexingTransducer(build_lexer([TerminalSpec("T", pattern, False, 0, 100, len(pattern), False)]))
 
 
 def contract_end(pattern: str, text: str) -> int | None:

@@ -4,16 +4,15 @@ transducer's blocks), against running each token's bytes through the lexing tran
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import GRAMMARS
 
 import greatgramma as gg
 from greatgramma.codes import NO_TERM
 from greatgramma.views import LexerViews
 
-GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
 ALPHABET = [b"{", b"}", b'"', b"a", b"1", b" ", b"\n", b",", b":", b".", b"e", b"\xc3", b"\xa9", b"-", b"t",
             b"r", b"u", b"/", b"*", b"x", b"i", b"f", b"0", b"(", b"\t", b"\\", b"'", b"`"]
 

@@ -11,7 +11,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import lark  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from conftest import CALC_TOKENS  # noqa: E402
+from helpers import CALC_TOKENS, grammar_text, tokenizer_path  # noqa: E402
 
 import greatgramma as gg  # noqa: E402
 
@@ -20,12 +20,10 @@ transformers = pytest.importorskip("transformers", reason="transformers not inst
 
 from greatgramma.integrations.transformers import GrammarLogitsProcessor  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-LLAMA3 = SHARED / "tokenizers" / "llama3" / "tokenizer.json.gz"
+LLAMA3 = tokenizer_path("llama3")
 
 GRAMMARS = {
-    "json": (ROOT / "grammars" / "json.lark").read_text(),
+    "json": grammar_text("json"),
     "numbers": 'start: "[" [NUMBER ("," NUMBER)*] "]"\nNUMBER: /[0-9]+/\n%ignore " "\n',
     "assign": 'start: stmt+\nstmt: NAME "=" NUMBER ";"\nNAME: /[a-z]+/\nNUMBER: /[0-9]+/\n%ignore /[ \\n]+/\n',
 }
@@ -37,8 +35,8 @@ needs_llama3 = pytest.mark.skipif(not LLAMA3.is_file(), reason=f"Llama-3 tokeniz
 
 
 @pytest.fixture(scope="module")
-def llama3() -> gg.Vocabulary:
-    return gg.Vocabulary.from_file(LLAMA3)
+def llama3(vocabularies) -> gg.Vocabulary:
+    return vocabularies("llama3")
 
 
 @pytest.fixture(scope="module")

@@ -12,16 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import program_params, tokenizer_path
 
 from greatgramma.errors import TokenizerError
+from greatgramma.tokenize import encode_exact
 from greatgramma.vocab import Vocabulary
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tokenizer_utils import encode_exact, load_tokenizer  # noqa: E402
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-TOKENIZERS = SHARED / "tokenizers"
-PROGRAMS = sorted((SHARED / "bench" / "programs").glob("*/*"))
 
 
 # -- tiny tokenizer.json builders ------------------------------------------------------------
@@ -614,7 +609,7 @@ def test_from_pretrained_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         Vocabulary.from_pretrained("org/model")
 
 
-# -- tokenizer_utils.encode_exact on tiny tokenizers -----------------------------------------
+# -- encode_exact on tiny tokenizers ---------------------------------------------------------
 
 
 def test_encode_exact_tiny() -> None:
@@ -657,7 +652,7 @@ def test_encode_exact_names_what_is_wrong() -> None:
         encode_exact(spm, "hez", spm_bytes)
 
 
-# -- real tokenizers from ../shared ----------------------------------------------------------
+# -- the shipped real tokenizers (tokenizers/) -----------------------------------------------
 
 REAL = {
     # name: (ids, EOS ids that tokenizer_config.json names)
@@ -666,34 +661,21 @@ REAL = {
     "qwen3": (151669, (151645,)),  # <|im_end|>
 }
 
-needs_shared = pytest.mark.skipif(
-    not TOKENIZERS.is_dir(), reason=f"real tokenizers not found at {TOKENIZERS} (../shared is absent)"
-)
-_vocab_cache: dict[str, Vocabulary] = {}
-
-
-def _real_vocab(name: str) -> Vocabulary:
-    if name not in _vocab_cache:
-        _vocab_cache[name] = Vocabulary.from_file(TOKENIZERS / name)
-    return _vocab_cache[name]
-
 
 @pytest.mark.real_tokenizers
-@needs_shared
 @pytest.mark.parametrize("name", sorted(REAL))
-def test_real_tokenizer_sizes_and_eos(name: str) -> None:
+def test_real_tokenizer_sizes_and_eos(name: str, vocabularies) -> None:
     size, eos = REAL[name]
-    vocab = _real_vocab(name)
+    vocab = vocabularies(name)  # from the folder
     assert len(vocab) == len(vocab.token_bytes) == size
     assert vocab.eos_token_ids == eos
     assert all(vocab.token_bytes[i] is None for i in eos)
-    assert vocab == Vocabulary.from_file(TOKENIZERS / name / "tokenizer.json.gz")
+    assert vocab == Vocabulary.from_file(tokenizer_path(name))
 
 
 @pytest.mark.real_tokenizers
-@needs_shared
-def test_real_tokenizer_known_tokens() -> None:
-    llama2, llama3, qwen3 = (_real_vocab(n) for n in ("llama2", "llama3", "qwen3"))
+def test_real_tokenizer_known_tokens(vocabularies) -> None:
+    llama2, llama3, qwen3 = (vocabularies(n) for n in ("llama2", "llama3", "qwen3"))
     assert llama2.token_bytes[:3] == (None, None, None)  # <unk> <s> </s>
     assert llama2.token_bytes[3] == b"\x00" and llama2.token_bytes[13] == b"\n"  # <0x00>, <0x0A>
     assert llama2.token_bytes[259] == b"  "  # ▁▁
@@ -707,12 +689,11 @@ def test_real_tokenizer_known_tokens() -> None:
 
 
 @pytest.mark.real_tokenizers
-@needs_shared
 @pytest.mark.parametrize("name", sorted(REAL))
-def test_real_tokenizer_bytes_match_decode(name: str) -> None:
+def test_real_tokenizer_bytes_match_decode(name: str, vocabularies, hf_tokenizers) -> None:
     """Cross-check every token against the `tokenizers` library's own decoder."""
-    vocab = _real_vocab(name)
-    tok = _real_tokenizer(name)
+    vocab = vocabularies(name)
+    tok = hf_tokenizers(name)
     ids = [i for i, b in enumerate(vocab.token_bytes) if b is not None]
     decoded = tok.decode_batch([[i] for i in ids], skip_special_tokens=False)
     checked = 0
@@ -731,23 +712,14 @@ def test_real_tokenizer_bytes_match_decode(name: str) -> None:
 
 
 @pytest.mark.real_tokenizers
-@needs_shared
 @pytest.mark.parametrize("name", sorted(REAL))
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_real_tokenizer_programs_round_trip(name: str, program: Path) -> None:
-    vocab = _real_vocab(name)
-    tok = _real_tokenizer(name)
+@pytest.mark.parametrize("program", program_params())
+def test_real_tokenizer_programs_round_trip(name: str, program: Path, vocabularies, hf_tokenizers) -> None:
+    vocab = vocabularies(name)
+    tok = hf_tokenizers(name)
     text = program.read_text(encoding="utf-8")
     ids = encode_exact(tok, text, vocab.token_bytes)
     assert b"".join(vocab.token_bytes[i] for i in ids) == text.encode()  # type: ignore[misc]
     if name != "llama2":  # byte-level: the plain encoding is already exact
         assert ids == tok.encode(text, add_special_tokens=False).ids
 
-
-_tok_cache: dict[str, Any] = {}
-
-
-def _real_tokenizer(name: str) -> Any:
-    if name not in _tok_cache:
-        _tok_cache[name] = load_tokenizer(TOKENIZERS / name)
-    return _tok_cache[name]
