@@ -162,13 +162,14 @@ def render(src: dict | None = None) -> str:
     runs = meta.get("runs")
     json_runs = sorted({r.get("runs", 1) for r in src["core"]["rows"] if r["grammar"] == "json"})
     intro = (
-        f"Each cell: preprocessing s / mask mean ms (p99 ms), then what the tool got wrong. Machine: "
+        f"Each cell: preprocessing s (cold: loading the tokenizer and compiling the grammar) / mask mean ms "
+        f"(p99 ms), then what the tool got wrong. Machine: "
         f"{machine['cpus']} CPUs ({machine['cpu_model']}), {machine['ram_gib']} GiB, Python "
         f"{meta['versions']['python']}, shared with other work (timings move by up to ~1.8x from minute to "
         f"minute, see `eval/RESULTS.md`). greatgramma: Go, Java, Python measured {meta['date']}, medians of "
         f"{runs} runs (`{table1_path}`); JSON measured {src['core']['meta']['date']}, medians of "
         f"{'/'.join(map(str, json_runs))} runs (`{core_path}`). Peers: measured {', '.join(peer_dates)}, one run "
-        f"each, on the same machine (`{table1_path}`; JSON: `{peers_path}`); SynCode was not run on Java and "
+        f"each, on a machine of the same kind (`{table1_path}`; JSON: `{peers_path}`); SynCode was not run on Java and "
         f"Python at 128K/151K (~17 minutes of preprocessing a cell). Every tool walks the same programs (3 a "
         f"language; Lark accepts each) token by token with the same grammar file, and every mask is timed; "
         f"greatgramma allows every program token (its walk raises on a refused one). *Stripped*: the grammar "
