@@ -80,7 +80,7 @@ def test_main_command_on_a_fresh_clone(tmp_path):
     `python -m venv`, and run the README's first command there verbatim with bash."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs git and a git checkout of the repository to clone")
-    clone = tmp_path / "greatgramma"
+    clone = tmp_path / "clone"  # not "greatgramma": from tmp_path that name would shadow the package
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True, timeout=300)
     assert not (tmp_path / "shared").exists()
     venv = tmp_path / "venv"
