@@ -144,7 +144,8 @@ def _compiled(args: argparse.Namespace) -> CompiledGrammar:
     given = [flag for flag, value in (("--start", args.start), ("--indenter", args.indenter), ("--eos", args.eos),
                                       ("--vocab-size", args.vocab_size)) if value is not None]
     if given:
-        raise GreatGrammaError(f"{args.grammar} is a compiled artifact: it fixes {', '.join(given)}; drop {'them' if len(given) > 1 else 'it'}")
+        them = "them" if len(given) > 1 else "it"
+        raise GreatGrammaError(f"{args.grammar} is a compiled artifact: it fixes {', '.join(given)}; drop {them}")
     compiled = load(args.grammar)
     stored = compiled.vocab
     mine = Vocabulary.from_pretrained(args.tokenizer, vocab_size=stored.vocab_size, eos_token_ids=stored.eos_token_ids)
