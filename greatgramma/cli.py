@@ -33,11 +33,11 @@ def _grammar(args: argparse.Namespace) -> Grammar:
     return Grammar.from_file(args.grammar, start=start, indenter=INDENTERS[name]() if name else None)
 
 
-def _print_summary(summary: dict, out=sys.stdout) -> None:
+def _print_summary(summary: dict) -> None:
     for key, value in summary.items():
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v:.2f}s" if isinstance(v, float) else f"{k} {v}" for k, v in value.items())
-        print(f"  {key:22} {value}", file=out)
+        print(f"  {key:22} {value}")
 
 
 class _StageBar:
