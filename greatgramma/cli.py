@@ -7,10 +7,11 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
-from .compiled import STAGES, compile, load
-from .errors import GreatGrammaError, TokenRejectedError
+from .compiled import STAGES, CompiledGrammar, compile, load
+from .errors import GrammarWarning, GreatGrammaError, TokenRejectedError
 from .grammar import Grammar
 from .indenter import Indenter
 from .masker import Masker
@@ -28,14 +29,15 @@ INDENTERS = {"python": Indenter.python}
 
 def _grammar(args: argparse.Namespace) -> Grammar:
     name = getattr(args, "indenter", None)
-    return Grammar.from_file(args.grammar, start=args.start, indenter=INDENTERS[name]() if name else None)
+    start = "start" if args.start is None else args.start
+    return Grammar.from_file(args.grammar, start=start, indenter=INDENTERS[name]() if name else None)
 
 
-def _print_summary(summary: dict, out=sys.stdout) -> None:
+def _print_summary(summary: dict) -> None:
     for key, value in summary.items():
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v:.2f}s" if isinstance(v, float) else f"{k} {v}" for k, v in value.items())
-        print(f"  {key:22} {value}", file=out)
+        print(f"  {key:22} {value}")
 
 
 class _StageBar:
@@ -122,28 +124,76 @@ def _read_utf8(path: str) -> str:
         ) from None
 
 
+def _is_artifact(path: str) -> bool:
+    """Whether the file starts like a compiled artifact (its JSON header names the format)."""
+    from .artifact import MAGIC
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return False
+    return head.startswith(b"{") and MAGIC.encode() in head
+
+
+def _compiled(args: argparse.Namespace) -> CompiledGrammar:
+    """The grammar compiled for the tokenizer, or the compiled artifact read as it is (checked
+    against the tokenizer)."""
+    if not _is_artifact(args.grammar):
+        return compile(_grammar(args), _vocab(args))
+    given = [flag for flag, value in (("--start", args.start), ("--indenter", args.indenter), ("--eos", args.eos),
+                                      ("--vocab-size", args.vocab_size)) if value is not None]
+    if given:
+        them = "them" if len(given) > 1 else "it"
+        raise GreatGrammaError(f"{args.grammar} is a compiled artifact: it fixes {', '.join(given)}; drop {them}")
+    compiled = load(args.grammar)
+    stored = compiled.vocab
+    mine = Vocabulary.from_pretrained(args.tokenizer, vocab_size=stored.vocab_size, eos_token_ids=stored.eos_token_ids)
+    if mine.fingerprint() != stored.fingerprint():
+        raise GreatGrammaError(f"{args.grammar} was compiled for another tokenizer than {args.tokenizer}")
+    return compiled
+
+
+def _report(path: str, data: bytes, offset: int, message: str, expected: list[str], note: str = "") -> None:
+    """A compiler's error: ``file:line:column: error: message``, the line with a caret under the
+    byte, what was expected, and a note."""
+    from .tokenize import line_and_column
+
+    line, column = line_and_column(data, offset)
+    print(f"{path}:{line}:{column}: error: {message}", file=sys.stderr)
+    start = offset - column + 1
+    text = data[start:].split(b"\n", 1)[0].decode("utf-8", errors="replace").rstrip("\r")
+    if text.strip():
+        pad = "".join("\t" if c == "\t" else " " for c in data[start:offset].decode("utf-8", errors="replace"))
+        gutter = " " * len(str(line))
+        print(f" {line} | {text}\n {gutter} | {pad}^", file=sys.stderr)
+    if expected:
+        print(f"  expected one of: {', '.join(expected)}", file=sys.stderr)
+    if note:
+        print(f"  {note}", file=sys.stderr)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    from .tokenize import encode_exact, line_and_column, load_tokenizer
+    from .tokenize import encode_exact, load_tokenizer
 
     text = _read_utf8(args.file)
-    vocab = _vocab(args)
+    compiled = _compiled(args)
+    vocab = compiled.vocab
     ids = encode_exact(load_tokenizer(args.tokenizer), text, vocab.token_bytes, source=args.file)
-    masker = Masker(compile(_grammar(args), vocab))
-    state = masker.initial_state()
-    offset = 0
-    data = text.encode("utf-8")
+    masker = Masker(compiled)
+    state, offset, data = masker.initial_state(), 0, text.encode("utf-8")
     for i, tok in enumerate(ids):
+        piece = vocab.token_bytes[tok] or b""
         try:
             state = masker.advance(state, tok)
         except TokenRejectedError as exc:
-            line, col = line_and_column(data, offset)
-            print(f"{args.file}:{line}:{col}: token #{i} (id {tok}, {vocab.token_bytes[tok]!r}) rejected", file=sys.stderr)
-            print(f"  {exc}", file=sys.stderr)
+            note = f"in token #{i} (id {tok}, {piece!r})" + (f", its byte {exc.offset}" if len(piece) > 1 else "")
+            _report(args.file, data, offset + exc.offset, exc.reason, exc.expected, note)
             return 1
-        offset += len(vocab.token_bytes[tok] or b"")
+        offset += len(piece)
     if not masker.is_complete(state):
-        print(f"{args.file}: every token is allowed, but the text is not complete (EOS is not allowed)", file=sys.stderr)
-        print(f"  expected one of: {', '.join(masker.expected(state))}", file=sys.stderr)
+        why = masker.diagnose(state, None)
+        _report(args.file, data, offset, why.message, why.expected)
         return 1
     print(f"{args.file}: OK ({len(ids)} tokens)")
     return 0
@@ -154,11 +204,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         import torch
         from transformers import AutoModelForCausalLM, LogitsProcessorList
     except ImportError:
-        print("gg: error: generate needs torch and transformers: pip install 'greatgramma[transformers]'", file=sys.stderr)
+        print("gg: error: generate needs torch and transformers: pip install torch transformers", file=sys.stderr)
         return 2
     from .integrations.transformers import GrammarLogitsProcessor
     from .tokenize import load_tokenizer
 
+    grammar = _grammar(args)  # the grammar is checked (rules, LALR table, lexer) before the model loads
+    grammar.parse_table  # noqa: B018
+    grammar.build_lexer()
     model_dir = Path(args.model)
     if not model_dir.is_dir():
         raise GreatGrammaError(f"--model must be a local model directory (config.json, weights, tokenizer.json): {args.model!r}")
@@ -169,7 +222,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     width = model.get_output_embeddings().weight.shape[0]
     eos = tuple(args.eos) if args.eos else None
     vocab = Vocabulary.from_pretrained(str(model_dir), vocab_size=width, eos_token_ids=eos)
-    compiled = compile(_grammar(args), vocab)
+    with warnings.catch_warnings():  # given when the grammar was checked
+        warnings.simplefilter("ignore", GrammarWarning)
+        compiled = compile(grammar, vocab)
     hf = load_tokenizer(model_dir)
     prompt = hf.encode(args.prompt).ids if args.prompt else [vocab.eos_token_ids[0]]
     torch.manual_seed(args.seed)
@@ -213,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("grammar", help="Lark grammar file (LALR(1), basic lexer)")
     _add_tokenizer_args(p)
     p.add_argument("-o", "--output", help="write the compiled artifact here")
-    p.add_argument("--start", default="start", help="start rule (default: start)")
+    p.add_argument("--start", help="start rule (default: start)")
     _add_indenter_arg(p)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output on stderr")
@@ -223,11 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("artifact")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("check", help="walk a file's tokens through the masks; report the first rejected token")
-    p.add_argument("grammar")
+    p = sub.add_parser("check", help="walk a file's tokens through the masks; report where it stops being valid")
+    p.add_argument("grammar", help="Lark grammar file, or a compiled artifact (gg preprocess -o)")
     _add_tokenizer_args(p)
     p.add_argument("file", help="text file to check")
-    p.add_argument("--start", default="start")
+    p.add_argument("--start", help="start rule (default: start; an artifact has its own)")
     _add_indenter_arg(p)
     p.set_defaults(func=cmd_check)
 
@@ -239,20 +294,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default); > 0: sampling")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eos", type=int, nargs="+", metavar="ID", help="EOS token ids (default: from the tokenizer files)")
-    p.add_argument("--start", default="start")
+    p.add_argument("--start", help="start rule (default: start)")
     _add_indenter_arg(p)
     p.set_defaults(func=cmd_generate)
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """One ``gg: warning:`` line per warning; a GrammarWarning at the grammar's file and line."""
+    text = str(message).strip().splitlines()[0] if str(message).strip() else category.__name__
+    where = f"{filename}:{lineno}: " if issubclass(category, GrammarWarning) else ""
+    print(f"gg: warning: {where}{text}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run one command: exit 0 on success, 1 when `check` finds a rejected token, 2 on a usage or
-    input error (one `gg: error:` line), 130 on Ctrl-C (one `gg: interrupted` line)."""
+    """Run one command: exit 0 on success, 1 when `check` finds the text invalid, 2 on a usage
+    or input error (one `gg: error:` line), 130 on Ctrl-C (one `gg: interrupted` line).
+    Warnings are one `gg: warning:` line each."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)
     except GreatGrammaError as exc:
-        print(f"gg: error: {exc}", file=sys.stderr)
+        print(f"gg: error: {exc.for_cli()}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"gg: error: {exc}", file=sys.stderr)

@@ -9,13 +9,15 @@ is a table of (pattern, handler) rules, each tested against Lark's literal messa
 
 from __future__ import annotations
 
+import inspect
+import os
 import re
 import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
 from . import lark_adapter
-from .errors import GrammarError, ResourceLimitError, UnsupportedRegexError
+from .errors import UNDEFINED_START_HINT, GrammarError, GrammarWarning, Hint, ResourceLimitError, UnsupportedRegexError
 from .lark_adapter import GrammarParts, LalrStates, Rule, Symbol, TerminalDef
 from .lexer import TerminalSpec
 
@@ -48,6 +50,7 @@ class GrammarSite(NamedTuple):
         column: int | None = None,
         symbol: str | None = None,
         kind: str | None = None,
+        hint: Hint | None = None,
     ) -> GrammarError:
         """A :class:`GrammarError` whose message starts with :meth:`where`."""
         return GrammarError(
@@ -57,6 +60,7 @@ class GrammarSite(NamedTuple):
             column=column,
             symbol=symbol,
             kind=kind,
+            hint=hint,
         )
 
     def rule_line(self, name: str) -> int | None:
@@ -225,9 +229,10 @@ def _undefined_rule(site: GrammarSite, m: re.Match[str]) -> GrammarError:
         rules = _defined_rules(site.text)
         known = f" (rules defined: {', '.join(rules[:8])}{', ...' if len(rules) > 8 else ''})" if rules else ""
         return site.error(
-            f"start rule {name!r} is not defined{known}; define it or pass start= the name of a rule",
+            f"start rule {name!r} is not defined{known}",
             symbol=name,
             kind="start",
+            hint=UNDEFINED_START_HINT,
         )
     return site.error(f"rule {name} is used but never defined", symbol=name, kind="undefined")
 
@@ -453,6 +458,20 @@ def shadowed_terminal_error(
         symbol=spec.name,
         kind="shadowed-terminal",
     )
+
+
+def warn(err: GrammarError) -> None:
+    """Give ``err`` as a :class:`GrammarWarning` that points at the grammar's file and line
+    (the message without them), or, for a grammar without a file, at the caller outside greatgramma."""
+    where = f"{err.source}:{err.line}: "
+    if err.line is not None and err.source and os.path.isfile(err.source) and str(err).startswith(where):
+        warnings.warn_explicit(GrammarWarning(str(err)[len(where) :]), GrammarWarning, err.source, err.line)
+        return
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = inspect.currentframe(), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(GrammarWarning(str(err)), stacklevel=level)
 
 
 # ---------------------------------------------------------------------- rule analysis

@@ -6,6 +6,8 @@ another), whatever arguments its constructor takes.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 
 def _restore(cls, args, state):
     err = cls.__new__(cls)
@@ -14,8 +16,33 @@ def _restore(cls, args, state):
     return err
 
 
+class Hint(NamedTuple):
+    """How to fix an error, said for each interface: the Python API's words end the message,
+    the ``gg`` command shows its own (:meth:`GreatGrammaError.for_cli`)."""
+
+    api: str
+    cli: str
+
+
+START_HINT = Hint("pass start= the name of a rule", "pass --start with the name of a rule")
+UNDEFINED_START_HINT = Hint("define it or " + START_HINT.api, "define it or " + START_HINT.cli)
+INDENTER_HINT = Hint(
+    "for an indenter pass Grammar(..., indenter=gg.Indenter(...)) (gg.Indenter.python() for Python grammars)",
+    "for Python's indentation pass --indenter python",
+)
+
+
 class GreatGrammaError(Exception):
-    """Root of every error greatgramma raises on purpose."""
+    """Root of every error greatgramma raises on purpose. ``hint``: a :class:`Hint`, or None."""
+
+    hint: Hint | None = None
+
+    def for_cli(self) -> str:
+        """The message with the hint in the command line's words."""
+        text, hint = str(self), self.hint
+        if hint is None or not text.endswith(hint.api):
+            return text
+        return text[: len(text) - len(hint.api)] + hint.cli
 
 
 class _RestoredByState:
@@ -32,6 +59,7 @@ class GrammarError(GreatGrammaError, ValueError):
     ``"<string>"``), ``line`` and ``column`` (1-based), ``symbol`` (the rule or terminal at
     fault) and ``kind`` (a short tag such as ``"syntax"``, ``"undefined"``, ``"conflict"``,
     ``"empty-language"``, ``"empty-terminal"``, ``"duplicate"``, ``"start"``); None when unknown.
+    ``hint``: how to fix it (:class:`Hint`); its API wording ends the message.
     """
 
     def __init__(
@@ -43,8 +71,10 @@ class GrammarError(GreatGrammaError, ValueError):
         column: int | None = None,
         symbol: str | None = None,
         kind: str | None = None,
+        hint: Hint | None = None,
     ):
-        super().__init__(message)
+        super().__init__(f"{message}; {hint.api}" if hint is not None else message)
+        self.hint = hint
         self.source = source
         self.line = line
         self.column = column
@@ -84,16 +114,25 @@ class ArtifactError(GreatGrammaError, ValueError):
 
 
 class TokenRejectedError(_RestoredByState, GreatGrammaError, ValueError):
-    """A token was fed that the grammar does not allow at this point."""
+    """A token was fed that the grammar does not allow at this point.
 
-    def __init__(self, token_id: int, token_bytes: bytes | None, expected: list[str], reason: str = ""):
+    ``offset``: how many of the token's bytes keep the output viable (the fault is at the
+    next one); ``reason``: what is wrong there; ``expected``: what could come instead, named
+    for people.
+    """
+
+    def __init__(
+        self, token_id: int, token_bytes: bytes | None, expected: list[str], reason: str = "", *, offset: int = 0
+    ):
         self.token_id = token_id
         self.token_bytes = token_bytes
         self.expected = expected
+        self.reason = reason
+        self.offset = offset
         shown = "special token (no bytes)" if token_bytes is None else repr(token_bytes)
         msg = f"token {token_id} {shown} is not allowed here"
         if reason:
-            msg += f": {reason}"
+            msg += f": {reason}" if offset == 0 else f": at its byte {offset}, {reason}"
         if expected:
             msg += f"; expected one of: {', '.join(expected)}"
         super().__init__(msg)

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import warnings
 from functools import cached_property
 from pathlib import Path
 
 from . import diagnostics, lark_adapter
 from .diagnostics import GrammarSite
-from .errors import GrammarError, GrammarWarning, ResourceLimitError
+from .errors import START_HINT, GrammarError, ResourceLimitError
 from .indenter import Indenter
 from .lark_adapter import GrammarParts
 from .lexer import LexerDFA, TerminalSpec, build_lexer
@@ -64,7 +63,7 @@ class Grammar:
         self.source = source or "<string>"
         self.strict = bool(strict)
         if not start:
-            raise self._site.error("the start rule name is empty; pass start= the name of a rule", kind="start")
+            raise self._site.error("the start rule name is empty", kind="start", hint=START_HINT)
         self.lark  # noqa: B018 - compile now so errors surface at construction
         self._check_rules()
 
@@ -120,7 +119,9 @@ class Grammar:
         except GrammarError as exc:
             if exc.source is not None:
                 raise
-            raise self._site.error(str(exc), symbol=exc.symbol, kind=exc.kind or "unsupported") from None
+            located = self._site.error(str(exc), symbol=exc.symbol, kind=exc.kind or "unsupported")
+            located.hint = exc.hint  # its API wording already ends the message
+            raise located from None
 
     def fingerprint(self) -> str:
         """Hash of everything that defines the language."""
@@ -179,7 +180,7 @@ class Grammar:
             if self.strict:
                 raise err
             # Lark accepts such grammars (the benchmark's python.lark: LONG_STRING loses to _NL)
-            warnings.warn(GrammarWarning(str(err)), stacklevel=3)
+            diagnostics.warn(err)
 
     def _literal_winner(self, lexer: LexerDFA, name: str) -> TerminalSpec | None:
         """The terminal the lexer produces for the text of string literal ``name`` (None for a regex)."""

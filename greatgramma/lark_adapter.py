@@ -28,7 +28,7 @@ from lark.load_grammar import _TERMINAL_NAMES as LARK_PUNCTUATION_NAMES
 from lark.load_grammar import load_grammar
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
-from .errors import GrammarError
+from .errors import INDENTER_HINT, GrammarError
 from .lexer import TerminalSpec
 from .codes import ERROR, REDUCE
 from .parse_table import ParseTable
@@ -238,9 +238,8 @@ def parse_table_from_lark(
     missing = [n for n in declared if n not in postlexed]
     if missing:
         raise GrammarError(
-            f"terminals {', '.join(missing)} are declared (%declare) but never lexed: they come from a "
-            "postlexer; for an indenter pass Grammar(..., indenter=gg.Indenter(...)) "
-            "(gg.Indenter.python() for Python grammars)"
+            f"terminals {', '.join(missing)} are declared (%declare) but never lexed: they come from a postlexer",
+            hint=INDENTER_HINT,
         )
     extra = {n: len(terminal_names) + i for i, n in enumerate(postlexed)}
     term_index.update(extra)

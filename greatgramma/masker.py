@@ -18,6 +18,7 @@ from .cache import BoundedCache
 from .codes import ANY_COLUMN, DEAD, NO_TERM
 from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
+from .explain import END_OF_INPUT, Diagnosis, diagnosis, terminal_name
 from .split import ViableRows
 from .stack import Stack
 from .views import LexerViews, pack
@@ -110,7 +111,8 @@ class Masker:
         if token in vocab.eos_token_ids:
             if self.is_complete(state):
                 return State(state.lexer, state.stack, True, self._id)
-            raise TokenRejectedError(token, None, self.expected(state), "EOS before the output is complete")
+            why = self.diagnose(state, None)
+            raise TokenRejectedError(token, None, why.expected, f"EOS before the output is complete: {why.message}")
         data = self._bytes(token)
         if not data:
             raise TokenRejectedError(token, data, self.expected(state), "tokens without bytes (special or empty) are never allowed")
@@ -120,10 +122,48 @@ class Masker:
             stack = self._feed_all(state.stack, terms)
             if stack is not None and self._end_ok(stack, end):
                 return State(end, stack, False, self._id)
-        raise TokenRejectedError(token, data, self.expected(state))
+        why = self.diagnose(state, data)
+        raise TokenRejectedError(token, data, why.expected, why.message, offset=why.offset)
+
+    def viable_prefix(self, state: State, data: bytes) -> tuple[int, State]:
+        """How many leading bytes of ``data`` keep the output viable from ``state``, and the
+        state after them: the bytes fed one at a time, as :meth:`advance` feeds a token."""
+        self._check(state)
+        if state.finished:
+            return 0, state
+        for i in range(len(data)):
+            ran = self._lexer.feed(state.lexer, data[i : i + 1])
+            if ran is None:
+                return i, state
+            stack = self._feed_all(state.stack, ran[0])
+            if stack is None or not self._end_ok(stack, ran[1]):
+                return i, state
+            state = State(ran[1], stack, False, self._id)
+        return len(data), state
+
+    def diagnose(self, state: State, data: bytes | None) -> Diagnosis:
+        """Why ``data`` cannot follow ``state`` (None: why the output cannot end there): how
+        many of its bytes keep the output viable, what is wrong at the next one, and what was
+        expected there, in words for people (:mod:`greatgramma.explain`)."""
+        count, at = (0, state) if data is None else self.viable_prefix(state, data)
+        rest = None if data is None else data[count:]
+        if rest is None:
+            terms = self._lexer.finish(at.lexer)
+        else:
+            ran = self._lexer.feed(at.lexer, rest[:1]) if rest else None
+            terms = None if ran is None else ran[0]
+        stack, refused = at.stack, None
+        for t in terms or ():
+            if not self._ignored[t]:
+                fed = self.parser.feed(stack, t)
+                if fed is None:
+                    refused = self._lexer.terminals[t]
+                    break
+                stack = fed
+        return diagnosis(count, self.parser, refused, stack, rest, self.expected(at))
 
     def expected(self, state: State) -> list[str]:
-        """The terminals that could come next, by name (for error messages).
+        """The terminals that could come next, named for people (:func:`~greatgramma.explain.terminal_name`).
 
         Mid-lexeme, these are the ones the current lexeme can still become, followed by the ones
         the parser accepts once the lexeme ends as it stands.
@@ -134,7 +174,7 @@ class Masker:
         q = self._lexer.base(state.lexer)
         if q != 0:
             names += [
-                terms[t if t != ANY_COLUMN else -1].display for t in self._lexer.visible[q] if table.feed(state.stack, t)
+                terminal_name(terms[t if t != ANY_COLUMN else -1]) for t in self._lexer.visible[q] if table.feed(state.stack, t)
             ]
             winner = int(self._lexer.accept[q])
             if winner == DEAD:
@@ -142,7 +182,7 @@ class Masker:
             if not self._ignored[winner]:
                 stack = table.feed(state.stack, winner)
         if stack is not None:
-            names += [terms[t].display if t < len(terms) else "end of input" for t in table.expected(stack)]
+            names += [terminal_name(terms[t]) if t < len(terms) else END_OF_INPUT for t in table.expected(stack)]
         return list(dict.fromkeys(names))
 
     # ------------------------------------------------------------ internals

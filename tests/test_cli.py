@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import CALC
+from helpers import CALC, ROOT
+
+import greatgramma.cli as cli
 
 tokenizers = pytest.importorskip("tokenizers", reason="the CLI's check command encodes text with `tokenizers`")
 
@@ -138,3 +140,146 @@ def test_ctrl_c_exits_130_with_one_line(files) -> None:
     finally:
         proc.kill()
     assert proc.returncode == 130 and err == "gg: interrupted\n", err
+
+
+# -- diagnostics as a compiler gives them (gg's main run in-process) ----------------------------
+
+BENCH_GRAMMARS = ROOT / "grammars"  # the benchmark grammars (grammars/bench after the move)
+
+
+def run_gg(capsys, *args: str) -> tuple[int, str, str]:
+    """gg's main in this process: (exit status, stdout, stderr)."""
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def check(capsys, grammar: Path, tok: Path, folder: Path, text: str, *flags: str) -> tuple[int, str]:
+    """``gg check`` on ``text`` written to a file: (exit status, stderr)."""
+    path = folder / "input.txt"
+    path.write_text(text)
+    code, _, err = run_gg(capsys, "check", grammar, "--tokenizer", tok, path, *flags)
+    return code, err.replace(str(path), "input.txt")
+
+
+def test_check_points_at_the_first_byte_that_cannot_go_on(files, capsys) -> None:
+    """Token " +" (one token) after "(x *": its space is fine, its "+" is not (column 11, not 10)."""
+    code, err = check(capsys, files["grammar"], files["tok"], files["dir"], "12 + (x * + y)")
+    assert code == 1
+    assert err == (
+        "input.txt:1:11: error: unexpected '+'\n"
+        " 1 | 12 + (x * + y)\n"
+        "   |           ^\n"
+        '  expected one of: NUMBER, NAME, "("\n'
+        "  in token #7 (id 257, b' +'), its byte 1\n"
+    ), err
+
+
+def test_check_at_end_of_input(files, capsys) -> None:
+    code, err = check(capsys, files["grammar"], files["tok"], files["dir"], "12 + (x")
+    assert code == 1 and "EOS" not in err, err
+    assert err == (
+        "input.txt:1:8: error: unexpected end of input\n"
+        " 1 | 12 + (x\n"
+        "   |        ^\n"
+        '  expected one of: NAME, "+", "-", "*", ")"\n'
+    ), err
+
+
+@pytest.fixture(scope="module")
+def python_artifact(tmp_path_factory) -> tuple[Path, Path]:
+    """The benchmark python grammar compiled once for the test tokenizer: (artifact, tokenizer)."""
+    folder = tmp_path_factory.mktemp("python")
+    tok = make_tokenizer(folder)
+    artifact = folder / "python.gg"
+    r = gg("preprocess", str(BENCH_GRAMMARS / "python.lark"), "--indenter", "python", "--tokenizer", str(tok),
+           "-o", str(artifact), "-q")
+    assert r.returncode == 0, r.stderr
+    return artifact, tok
+
+
+@pytest.mark.parametrize(
+    "text, where, message",
+    [
+        ("if a:\n    if b:\n        x = 1\n  y = 2\n", "4:3", "unindent does not match any outer indentation level"),
+        ("x = 1\n    y = 2\n", "2:5", "unexpected indent"),
+        ("if a:\nx = 2\n", "2:1", "expected an indented block"),
+        ("while a:\n", "2:1", "expected an indented block"),
+    ],
+    ids=["unindent", "unexpected-indent", "no-block", "no-block-at-end"],
+)
+def test_check_indentation_errors_in_cpythons_words(python_artifact, tmp_path, capsys, text, where, message) -> None:
+    artifact, tok = python_artifact
+    code, err = check(capsys, artifact, tok, tmp_path, text)
+    assert code == 1 and err.startswith(f"input.txt:{where}: error: {message}\n"), err
+    assert "expected one of" not in err and "_NL" not in err, err
+
+
+def test_check_names_terminals_for_people(python_artifact, tmp_path, capsys) -> None:
+    """The indenter's newline is "newline", literals are quoted; no _NL, _INDENT, __ANON."""
+    artifact, tok = python_artifact
+    code, err = check(capsys, artifact, tok, tmp_path, "x = 1 $ 2\n")
+    assert code == 1 and err.startswith("input.txt:1:7: error: unexpected '$'\n"), err
+    expected = err.split("expected one of: ")[1].split("\n")[0].split(", ")
+    assert "newline" in expected and '"if"' in expected and '"=="' in expected, expected
+    assert not [name for name in expected if name.startswith("_")], expected
+
+
+def test_check_gos_statement_end_is_not_the_models_eos(files, capsys) -> None:
+    text = "package main\nfunc main() { x := 1 }"
+    code, err = check(capsys, BENCH_GRAMMARS / "go.lark", files["tok"], files["dir"], text)
+    assert code == 1 and err.startswith("input.txt:2:22: error: unexpected '}'\n"), err
+    assert "expected one of: end of statement, " in err and "EOS" not in err, err
+
+
+def test_check_takes_a_compiled_artifact_without_compiling(files, capsys, monkeypatch) -> None:
+    artifact = files["dir"] / "calc.gg"
+    code, _, err = run_gg(capsys, "preprocess", files["grammar"], "--tokenizer", files["tok"], "-o", artifact, "-q")
+    assert code == 0, err
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("check compiled the grammar again")
+
+    monkeypatch.setattr(cli, "compile", no_compile)
+    code, out, err = run_gg(capsys, "check", artifact, "--tokenizer", files["tok"], files["good"])
+    assert code == 0 and out == f"{files['good']}: OK (10 tokens)\n", err
+    code, err = check(capsys, artifact, files["tok"], files["dir"], "12 + (x * * y)")
+    assert code == 1 and err.startswith("input.txt:1:11: error: unexpected '*'\n"), err
+    code, _, err = run_gg(capsys, "check", artifact, "--tokenizer", files["tok"], files["good"], "--start", "expr")
+    assert code == 2 and err == f"gg: error: {artifact} is a compiled artifact: it fixes --start; drop it\n"
+
+
+def test_hints_name_the_command_line_options(files, capsys) -> None:
+    """The CLI says --indenter and --start where the Python API says indenter= and start=."""
+    declared = files["dir"] / "declared.lark"
+    declared.write_text('start: _INDENT "a"\n%declare _INDENT\n')
+    code, _, err = run_gg(capsys, "check", declared, "--tokenizer", files["tok"], files["good"])
+    assert code == 2 and err.endswith("come from a postlexer; for Python's indentation pass --indenter python\n"), err
+    code, _, err = run_gg(capsys, "check", files["grammar"], "--tokenizer", files["tok"], files["good"], "--start", "nope")
+    assert code == 2 and err.endswith("define it or pass --start with the name of a rule\n"), err
+    assert "Grammar(" not in err and "start=" not in err
+
+
+def test_warnings_are_one_line_at_the_grammar(files, capsys) -> None:
+    shadowed = files["dir"] / "shadowed.lark"
+    shadowed.write_text('start: NAME | "if" NAME\nNAME.2: /[a-z]+/\n%ignore " "\n')
+    code, _, err = run_gg(capsys, "preprocess", shadowed, "--tokenizer", files["tok"], "-q")
+    assert code == 0
+    assert err == (
+        f"gg: warning: {shadowed}:1: terminal \"if\" can never be produced by the lexer: its lexeme 'if' is won "
+        "by NAME (priority 2 vs 0); name it with a higher priority (IF.3: \"if\") and use the name\n"
+    ), err
+
+
+def test_generate_checks_the_grammar_before_the_model(files, capsys) -> None:
+    pytest.importorskip("transformers", reason="generate needs transformers")
+    broken = files["dir"] / "broken.lark"
+    broken.write_text("start: foo\n")
+    code, _, err = run_gg(capsys, "generate", broken, "--model", files["dir"] / "no-model")
+    assert code == 2 and "foo" in err and "--model" not in err, err
+
+
+def test_generate_install_hint_names_real_packages(files, capsys, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import fails
+    code, _, err = run_gg(capsys, "generate", files["grammar"], "--model", files["dir"])
+    assert code == 2 and err == "gg: error: generate needs torch and transformers: pip install torch transformers\n"

@@ -312,6 +312,8 @@ def test_errors_pickle() -> None:
         grammar_error('start: "a" b\n'),
         gg.UnsupportedRegexError("T", "lookahead", "a(?=b)"),
         gg.TokenRejectedError(3, b"x", ['"+"'], "nope"),
+        gg.TokenRejectedError(3, b" $", ['"+"'], "unexpected '$'", offset=1),
+        grammar_error('start: "a"\n', start="nope"),  # with a Hint
         gg.ResourceLimitError("too big"),
     ]
     for err in errs:
@@ -504,3 +506,45 @@ def test_threads_with_evicting_caches_give_the_serial_masks() -> None:
     with ThreadPoolExecutor(8) as pool:
         parallel = list(pool.map(lambda s: walk(shared, s), seeds))
     assert parallel == serial
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages for people: the first refused byte, names, warnings at the grammar or the caller
+
+
+def test_token_rejected_names_the_first_refused_byte() -> None:
+    tokens = [None, b"1", b"+", b" +", b"(", b")"]
+    vocab = gg.Vocabulary.from_token_bytes(tokens, eos_token_ids=[0])
+    m = gg.Masker(gg.compile(gg.Grammar('start: NUM ("+" NUM)*\nNUM: /[0-9]+/\n%ignore " "\n'), vocab))
+    s = m.advance(m.advance(m.initial_state(), 1), 2)
+    with pytest.raises(gg.TokenRejectedError) as info:
+        m.advance(s, 3)
+    err = info.value
+    assert (err.offset, err.reason, err.expected) == (1, "unexpected '+'", ["NUM"])
+    assert str(err) == "token 3 b' +' is not allowed here: at its byte 1, unexpected '+'; expected one of: NUM"
+    assert m.viable_prefix(s, b" +")[0] == 1 and m.diagnose(s, None).message == "unexpected end of input"
+    with pytest.raises(gg.TokenRejectedError, match="EOS before the output is complete: unexpected end of input"):
+        m.advance(s, 0)
+
+
+def test_grammar_warning_points_at_the_callers_line() -> None:
+    with pytest.warns(gg.GrammarWarning) as caught:
+        gg.Grammar(SHADOWED).build_lexer()
+    assert [Path(w.filename).name for w in caught] == [Path(__file__).name]
+
+
+def test_grammar_warning_points_at_the_grammar_file(tmp_path: Path) -> None:
+    path = tmp_path / "shadowed.lark"
+    path.write_text(SHADOWED)
+    with pytest.warns(gg.GrammarWarning) as caught:
+        gg.Grammar.from_file(path).build_lexer()
+    assert [(w.filename, w.lineno) for w in caught] == [(str(path), 1)]
+    assert str(caught[0].message).startswith('terminal "if" can never be produced')
+
+
+def test_hints_fit_the_interface() -> None:
+    with pytest.raises(gg.GrammarError) as info:
+        gg.Grammar('start: _INDENT "a"\n%declare _INDENT\n').parse_table
+    err = info.value
+    assert str(err).endswith("pass Grammar(..., indenter=gg.Indenter(...)) (gg.Indenter.python() for Python grammars)")
+    assert err.for_cli().endswith("come from a postlexer; for Python's indentation pass --indenter python")
