@@ -544,7 +544,8 @@ def render_md(data: dict, plot_name: str | None, keep: str) -> str:
     if plot_name:
         out += [f"- `{plot_name}`: the plot below (log scale).", "", f"![Table 1, log scale]({plot_name})"]
     else:
-        out += ["- no plot: matplotlib is not installed and no earlier plot was found (`pip install -e '.[eval]'`)."]
+        out += ["- no plot: matplotlib is not installed (`pip install -e '.[eval]'`), and no plot drawn earlier "
+                "for these figures was found."]
     out += ["", MARKER, keep.rstrip("\n") if keep.strip() else DEFAULT_NOTES.rstrip("\n"), ""]
     return "\n".join(out)
 
