@@ -9,7 +9,9 @@ per cell, ``python -m ab_compare`` with ``cwd`` and ``PYTHONPATH`` the exported 
 tree's ``greatgramma`` is imported (checked against ``greatgramma.__file__`` in every child). The
 child code is this file, copied beside the trees, and uses only greatgramma's public API, so
 both sides run the same measuring code on the same data (the tokenizer files and programs are
-resolved once, from this checkout's ``tokenizers/`` or ``../shared``).
+resolved once, from this checkout's ``tokenizers/`` and ``eval/data/programs/``). Each side reads
+its own benchmark grammar: ``grammars/bench/<g>.lark``, or ``grammars/<g>.lark`` in revisions
+from before the move.
 
 ``--masks``: per cell and side, walk every benchmark program token by token and ``--walks``
 seeded random walks (uniform among allowed tokens, EOS with probability 1/2 when allowed), and
@@ -38,8 +40,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+ROOT = Path(__file__).resolve().parents[1]  # this checkout (children run a copy of this file beside their tree)
 WORKTREE = "WORKTREE"
 MASK_GRAMMARS = ("go", "java", "python", "json")
 TIMING_GRAMMARS = ("go", "java", "python")  # the paper's Table 1
@@ -266,14 +267,13 @@ def git(*args: str) -> str:
 
 
 def cell_spec(tree: Tree, grammar: str, tokenizer: str, mode: str, **extra: Any) -> Spec:
-    """A child job for one cell: paths of this tree's grammar, the shared tokenizer and programs."""
-    local = ROOT / "tokenizers" / tokenizer / "tokenizer.json.gz"
-    tok = local if local.is_file() else SHARED / "tokenizers" / tokenizer / "tokenizer.json.gz"
-    programs = sorted((SHARED / "bench" / "programs" / grammar).glob("*"))
+    """A child job for one cell: paths of this tree's grammar, this checkout's tokenizer and programs."""
+    from eval.paths import bench_grammar, programs, tokenizer_file  # parent side: a child's tree may predate it
+
     return {
-        "mode": mode, "cell": f"{grammar}/{tokenizer}", "tokenizer": str(tok),
-        "grammar": str(tree.path / "grammars" / f"{grammar}.lark"), "python_indenter": grammar == "python",
-        "programs": [str(p) for p in programs], **extra,
+        "mode": mode, "cell": f"{grammar}/{tokenizer}", "tokenizer": str(tokenizer_file(tokenizer)),
+        "grammar": str(bench_grammar(grammar, tree.path)), "python_indenter": grammar == "python",
+        "programs": [str(p) for p in programs(grammar)], **extra,
     }
 
 
@@ -524,8 +524,6 @@ def main() -> None:
     if args.child:
         print(json.dumps(child_main(json.loads(args.child))))
         return
-    if not (SHARED / "bench" / "programs").is_dir():
-        sys.exit(f"benchmark programs not found under {SHARED}; see eval/README.md")
     do_masks, do_timing = (args.masks, args.timing) if args.masks or args.timing else (True, True)
     start, load_start = time.perf_counter(), os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="ab_compare-"))

@@ -7,7 +7,7 @@ each ``mask()`` call, the first (cold) ones included. Writes JSON and a Markdown
     python -m eval.core_bench                      # go, java, json x llama2, llama3, qwen3
     python -m eval.core_bench --grammars json --tokenizers llama2 --runs 1
 
-Tokenizers and programs come from ../shared (see eval/README.md for how to get them).
+Grammars (grammars/bench/), tokenizers (tokenizers/) and programs (eval/data/programs/) are the repository's.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-EXT = {"go": "go", "java": "java", "json": "json", "python": "python"}
+from eval.paths import OUT, ROOT, bench_grammar, programs, tokenizer_file
 
 
 def run_cell(grammar: str, tokenizer: str) -> dict:
@@ -35,11 +33,11 @@ def run_cell(grammar: str, tokenizer: str) -> dict:
     import greatgramma as gg
     from greatgramma.tokenize import encode_exact, load_tokenizer
 
-    tok_path = SHARED / "tokenizers" / tokenizer / "tokenizer.json.gz"
+    tok_path = tokenizer_file(tokenizer)
     t0 = time.perf_counter()
     vocab = gg.Vocabulary.from_file(tok_path)
     grammar_obj = gg.Grammar.from_file(
-        ROOT / "grammars" / f"{grammar}.lark", indenter=gg.Indenter.python() if grammar == "python" else None
+        bench_grammar(grammar), indenter=gg.Indenter.python() if grammar == "python" else None
     )
     compiled = gg.compile(grammar_obj, vocab)
     t1 = time.perf_counter()
@@ -48,7 +46,7 @@ def run_cell(grammar: str, tokenizer: str) -> dict:
     preprocess = t2 - t0
     hf = load_tokenizer(tok_path)
     times = []
-    for program in sorted((SHARED / "bench" / "programs" / EXT[grammar]).glob("*")):
+    for program in programs(grammar):
         ids = encode_exact(hf, program.read_text(encoding="utf-8"), vocab.token_bytes)
         state = masker.initial_state()
         for tok in ids:
@@ -80,14 +78,12 @@ def main() -> None:
     ap.add_argument("--grammars", nargs="+", default=["go", "java", "json"])
     ap.add_argument("--tokenizers", nargs="+", default=["llama2", "llama3", "qwen3"])
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per cell; medians are reported")
-    ap.add_argument("--out", default=str(ROOT / "eval" / "out" / "core_bench"), help="output path prefix")
+    ap.add_argument("--out", default=str(OUT / "core_bench"), help="output path prefix")
     ap.add_argument("--cell", nargs=2, metavar=("GRAMMAR", "TOKENIZER"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cell:
         print(json.dumps(run_cell(*args.cell)))
         return
-    if not (SHARED / "tokenizers").is_dir():
-        sys.exit(f"shared data not found at {SHARED}; see eval/README.md")
     rows = []
     for g in args.grammars:
         for tk in args.tokenizers:

@@ -2,7 +2,7 @@
 
 Two cases (issue 11, item 3):
 
-- ``json``: grammars/json.lark with the Llama-3 tokenizer; ``[`` D times, ``]`` D times, EOS.
+- ``json``: grammars/bench/json.lark (SynCode's) with the Llama-3 tokenizer; ``[`` D times, ``]`` D times, EOS.
 - ``items``: ``start: "[" items "]"``, ``items: NUM "," items | NUM`` (right-recursive: closing
   the list reduces depth-many times in one step), Llama-3 tokenizer; ``[``, then ``1`` ``,``
   repeated until the stack is D deep, ``1``, ``]``, EOS.
@@ -35,8 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+from eval.paths import ROOT, bench_grammar, tokenizer_file
+
 ITEMS = r"""
 start: "[" items "]"
 items: NUM "," items | NUM
@@ -122,7 +122,7 @@ def summary(times: list[float]) -> dict:
 def run_case(name: str, vocab, depth: int, shallow_depth: int) -> dict:
     import greatgramma as gg
 
-    text = (ROOT / "grammars" / "json.lark").read_text() if name == "json" else ITEMS
+    text = bench_grammar("json").read_text(encoding="utf-8") if name == "json" else ITEMS
     compiled = gg.compile(gg.Grammar(text), vocab)
     masker = gg.Masker(compiled)
     make = json_tokens if name == "json" else items_tokens
@@ -150,7 +150,7 @@ def main() -> None:
     ap.add_argument("--cases", nargs="+", default=["json", "items"], choices=["json", "items"])
     ap.add_argument("--depth", type=int, default=20000)
     ap.add_argument("--shallow-depth", type=int, default=100)
-    ap.add_argument("--tokenizer", default=str(SHARED / "tokenizers" / "llama3" / "tokenizer.json.gz"))
+    ap.add_argument("--tokenizer", default=str(tokenizer_file("llama3")))
     ap.add_argument("--json", action="store_true", help="print one JSON object per case instead of the table")
     ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()

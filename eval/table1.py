@@ -2,21 +2,26 @@
 
 For grammars go/java/python x tokenizers llama2/llama3/qwen3 it measures greatgramma the way
 ``eval/core_bench.py`` does (each run of a cell in a fresh process: preprocessing seconds cold;
-every ``mask()`` call timed while walking ../shared/bench/programs/<lang> token by token; peak
+every ``mask()`` call timed while walking eval/data/programs/<lang> token by token; peak
 RSS), medians of ``--runs`` runs, and puts beside each cell the paper's own figures and the peers'
 (SynCode, llguidance, XGrammar, Outlines; eval/peers/), with our speed-up ratio to each peer.
 
     python -m eval.table1                  # 9 cells x 3 runs; peers from the newest eval/peers/results-*.json
+    python -m eval.table1 --update-results # ... written over the checked-in eval/RESULTS.md and its JSON/PNG
     python -m eval.table1 --peers          # ... and the peers measured in this same run (eval/peers/run_all.py;
                                            #     SynCode on the 128K vocabularies takes up to ~1 h a cell)
     python -m eval.table1 --peers --peers-quick        # same run, SynCode only on llama2 (run_all --quick)
-    python -m eval.table1 --quick          # llama2 only, 1 run, peers from JSON, into eval/out/table1/
+    python -m eval.table1 --quick          # llama2 only, 1 run, peers from JSON
     python -m eval.table1 --grammars json --tokenizers llama2 --runs 1 --out /tmp/t1
     python -m eval.table1 --render eval/table1-DATE.json   # re-write the Markdown/PNG from a JSON, no measuring
 
 Writes ``RESULTS.md``, ``table1-<date>.json`` and ``table1-<date>.png`` into ``--out`` (default
-``eval/``; ``eval/out/table1/`` with ``--quick``). Everything below the marker line
-``<!-- table1: hand-written below, kept on regeneration -->`` of an existing RESULTS.md is kept.
+``eval/out/table1/``, untracked); ``--update-results`` writes them into ``eval/``, over the
+checked-in results. Everything below the marker line
+``<!-- table1: hand-written below, kept on regeneration -->`` of the existing RESULTS.md (the
+target's, else eval/RESULTS.md) is kept. Without matplotlib no plot is drawn: RESULTS.md links
+the PNG already there (the target's, or the one beside ``--render``'s JSON, copied), or says why
+there is none.
 """
 
 from __future__ import annotations
@@ -27,17 +32,18 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from eval.paths import OUT, ROOT, SHARED
 from eval.peers.run_all import PEERS as RUN_ALL_PEERS
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-EVAL = ROOT / "eval"
+EVAL = ROOT / "eval"  # the checked-in results (written with --update-results)
+DEFAULT_OUT = OUT / "table1"
 GRAMMARS = ("go", "java", "python")  # the paper's Table 1
 EXTRA_GRAMMARS = ("json",)  # allowed for quick checks; the paper has no figures for it
 TOKENIZERS = ("llama2", "llama3", "qwen3")
@@ -57,7 +63,7 @@ MIN_RUNS = 3
 # ---------------------------------------------------------------------------------------------
 # The paper's Table 1: arXiv 2502.05111v2, "Flexible and Efficient Grammar-Constrained Decoding",
 # Tab. 1 (its own machine, Python implementation). Copied from the text in
-# ../shared/seeds/002_c15cd91ff9d71b89.txt (checked against it at run time when that file is there).
+# ../shared/seeds/002_c15cd91ff9d71b89.txt (optional: checked against it at run time when that file is there).
 # Per cell: (preprocessing s, per-token overhead ms) for Outlines, SynCode, GreatGramma.
 # SynCode's Go overhead is "X" in the paper (it masked valid tokens): None here.
 PAPER_SOURCE = "arXiv 2502.05111v2, Table 1 (text: ../shared/seeds/002_c15cd91ff9d71b89.txt)"
@@ -79,7 +85,7 @@ PAPER = {
 def check_paper() -> str:
     """Check the built-in copy against the paper's text, when it is there. Returns a one-line verdict."""
     if not PAPER_SEED.is_file():
-        return f"built-in copy ({PAPER_SEED} not found to check against)"
+        return f"built-in copy (not checked: the paper's text, {PAPER_SEED}, is optional and absent)"
     text = PAPER_SEED.read_text(encoding="utf-8")
     bad = []
     for (g, tk), p in PAPER.items():
@@ -216,7 +222,7 @@ def peers_from_json(path: Path) -> tuple[list[dict], dict]:
 
 
 def peers_run_now(args, grammars, tokenizers, date: str) -> tuple[list[dict], dict]:
-    prefix = Path(args.peers_out) if args.peers_out else EVAL / "out" / "peers" / f"table1-{date}"
+    prefix = Path(args.peers_out) if args.peers_out else OUT / "peers" / f"table1-{date}"
     cmd = [sys.executable, "-m", "eval.peers.run_all", "--peers", *args.peer_tools, "--grammars", *grammars,
            "--tokenizers", *tokenizers, "--timeout", str(args.peer_timeout), "--out", str(prefix)]
     if args.peers_quick:
@@ -416,7 +422,7 @@ def render_md(data: dict, plot_name: str | None, keep: str) -> str:
         + f"; each in its own virtual environment (`eval/peers/`). Peer figures: **{ps.get('label', 'none')}**.",
         f"- **greatgramma**: `eval/core_bench.py`'s cell measurement, each run a fresh process: preprocessing "
         f"cold (tokenizer load + compile, no cache on disk), then every `mask()` call timed while walking "
-        f"`../shared/bench/programs/<lang>` token by token (the first, cold calls included, one more after the "
+        f"`eval/data/programs/<lang>` token by token (the first, cold calls included, one more after the "
         f"last token of each program), peak RSS of the process. **Medians of {meta['runs']} run(s)** per cell.",
         f"- **Paper**: {PAPER_SOURCE}; its own machine; per-token overhead is a mean. Its tokenizer rows are "
         "Llama (32,000), Llama-3 (128,256), Qwen-2 (151,665); the Qwen row stands beside our Qwen3 tokenizer. "
@@ -499,7 +505,7 @@ def render_md(data: dict, plot_name: str | None, keep: str) -> str:
             f"{PAPER_SOURCE}. Its machine, its Python implementation (GreatGramma), SynCode and Outlines "
             "of early 2025; "
             "per-token overhead is the mean over the walk of its 5 programs a grammar (ours are other programs: "
-            "`../shared/bench/programs`). X: SynCode masked valid tokens (no figure).", "",
+            "`eval/data/programs`). X: SynCode masked valid tokens (no figure).", "",
             "| model | \\|V\\| | grammar | Outlines s | SynCode s | GreatGramma s | Outlines ms | SynCode ms "
             "| GreatGramma ms |",
             "|---|---|---|---|---|---|---|---|---|"]
@@ -538,7 +544,8 @@ def render_md(data: dict, plot_name: str | None, keep: str) -> str:
     if plot_name:
         out += [f"- `{plot_name}`: the plot below (log scale).", "", f"![Table 1, log scale]({plot_name})"]
     else:
-        out += ["- no plot: matplotlib is not installed (`pip install -e '.[eval]'`)."]
+        out += ["- no plot: matplotlib is not installed (`pip install -e '.[eval]'`), and no plot drawn earlier "
+                "for these figures was found."]
     out += ["", MARKER, keep.rstrip("\n") if keep.strip() else DEFAULT_NOTES.rstrip("\n"), ""]
     return "\n".join(out)
 
@@ -685,7 +692,10 @@ def existing_notes(target: Path) -> str:
     return ""
 
 
-def write_outputs(data: dict, outdir: Path) -> None:
+def write_outputs(data: dict, outdir: Path, rendering: Path | None = None) -> None:
+    """RESULTS.md, the JSON and the plot into ``outdir``. Without matplotlib, when ``rendering``
+    (the JSON being re-rendered), the plot already drawn for it is linked: the one in ``outdir``,
+    else the one beside ``rendering`` (copied in). Never a broken link, never another run's plot."""
     date = data["meta"]["date"]
     outdir.mkdir(parents=True, exist_ok=True)
     json_path = outdir / f"table1-{date}.json"
@@ -693,9 +703,20 @@ def write_outputs(data: dict, outdir: Path) -> None:
     data["meta"]["json_name"] = json_path.name
     json_path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     plotted = plot(data, png_path)
+    earlier = rendering.with_suffix(".png") if rendering else None
+    if plotted:
+        how = f", {png_path}"
+    elif earlier and png_path.is_file():
+        how = f" (kept the existing plot {png_path}, not redrawn)"
+    elif earlier and earlier.is_file():
+        shutil.copyfile(earlier, png_path)
+        how = f" (copied the existing plot {earlier} to {png_path}, not redrawn)"
+    else:
+        how = " (no plot)"
     md_path = outdir / "RESULTS.md"
-    md_path.write_text(render_md(data, png_path.name if plotted else None, existing_notes(md_path)), encoding="utf-8")
-    print(f"wrote {md_path}, {json_path}" + (f", {png_path}" if plotted else " (no plot)"))
+    plot_name = png_path.name if plotted or (earlier and png_path.is_file()) else None
+    md_path.write_text(render_md(data, plot_name, existing_notes(md_path)), encoding="utf-8")
+    print(f"wrote {md_path}, {json_path}{how}")
 
 
 def main() -> None:
@@ -708,8 +729,7 @@ def main() -> None:
                     help="fresh processes per cell, medians reported (default 3; 1 with --quick)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run of one of our cells (default 1800)")
     ap.add_argument("--quick", action="store_true",
-                    help="a short check: llama2 only, 1 run, peers from JSON (or --peers with run_all --quick), "
-                         "output into eval/out/table1/")
+                    help="a short check: llama2 only, 1 run, peers from JSON (or --peers with run_all --quick)")
     ap.add_argument("--peers", action="store_true",
                     help="measure the peers in this same run (eval/peers/run_all.py) instead of reading a JSON")
     ap.add_argument("--peers-quick", action="store_true", help="with --peers: run_all --quick (SynCode only on llama2)")
@@ -723,22 +743,27 @@ def main() -> None:
                     help="peer results to merge (default: the newest eval/peers/results-*.json); with --peers, "
                          "only the cells the same run did not measure are taken from it, marked 'earlier run'")
     ap.add_argument("--no-peers", action="store_true", help="no peer columns at all")
-    ap.add_argument("--out", default=None, help="output folder (default eval/; eval/out/table1/ with --quick)")
+    ap.add_argument("--out", default=None, help=f"output folder (default {DEFAULT_OUT.relative_to(ROOT)}/, untracked)")
+    ap.add_argument("--update-results", action="store_true",
+                    help="write into eval/, over the checked-in RESULTS.md and its JSON and PNG")
     ap.add_argument("--render", metavar="JSON", help="only re-write RESULTS.md and the plot from a table1 JSON")
     args = ap.parse_args()
+    if args.out and args.update_results:
+        ap.error("--out and --update-results name two places: give one")
+    outdir = EVAL if args.update_results else Path(args.out) if args.out else DEFAULT_OUT
 
     if args.render:
-        data = json.loads(Path(args.render).read_text())
-        write_outputs(data, Path(args.out) if args.out else Path(args.render).resolve().parent)
+        source = Path(args.render)
+        if not source.is_file():
+            sys.exit(f"--render: {source} not found")
+        data = json.loads(source.read_text())
+        write_outputs(data, outdir, rendering=source)
         return
     grammars = args.grammars or list(GRAMMARS)
     tokenizers = args.tokenizers or (["llama2"] if args.quick else list(TOKENIZERS))
     runs = args.runs or (1 if args.quick else MIN_RUNS)
     if args.quick:
         args.peers_quick = True
-    outdir = Path(args.out) if args.out else (EVAL / "out" / "table1" if args.quick else EVAL)
-    if not (SHARED / "tokenizers").is_dir():
-        sys.exit(f"shared data not found at {SHARED}; see eval/README.md")
 
     date = time.strftime("%Y-%m-%d")
     meta = {

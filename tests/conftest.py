@@ -1,6 +1,6 @@
 """Fixtures: the small calculator grammar and vocabulary, and the real data (shipped tokenizers,
-../shared benchmark programs), each loaded once per session. A test that needs data that is
-absent skips with a reason naming it. Markers are registered, with what they mean, in
+benchmark programs in eval/data/programs), each loaded once per session. The data is in the
+repository: a missing file fails the test that needs it, naming the file. Markers are registered, with what they mean, in
 pyproject.toml; helpers.py holds the paths and the loaders."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CALC, CALC_TOKENS, require_programs, require_tokenizer
+from helpers import CALC, CALC_TOKENS, program_paths, require_tokenizer
 
 import greatgramma as gg
 from greatgramma.tokenize import load_tokenizer
@@ -53,9 +53,8 @@ def hf_tokenizers() -> Callable[[str], Any]:
 
 @pytest.fixture(scope="session")
 def bench_programs() -> Callable[[str], list[Path]]:
-    """``bench_programs(language)``: the benchmark programs in ../shared/bench/programs/<language>
-    (a skip naming the folder when it is absent)."""
-    return require_programs
+    """``bench_programs(language)``: the benchmark programs in eval/data/programs/<language>."""
+    return program_paths
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -3,13 +3,13 @@ the engine-vs-reference comparison, and lexer probes.
 
 The oracles stay modules of their own: ``reference.py`` (the slow reference checker) and
 ``lark_indenter.py`` (Lark's own ``Indenter``). conftest.py turns the data loaders below into
-session fixtures that skip with a reason naming what is missing.
+session fixtures. Everything they read is in the repository: a missing file is a failure that
+names it, never a skip.
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,25 +24,23 @@ from greatgramma.lexing import LexingTransducer
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
 TESTS = ROOT / "tests"
-GRAMMARS = ROOT / "grammars"  # the benchmark grammars the package ships
+GRAMMARS = ROOT / "grammars"  # the grammars the package ships (json.lark: RFC 8259)
+BENCH = GRAMMARS / "bench"  # the paper's benchmark grammars (SynCode's): the paper's cells use them
 TEST_GRAMMARS = TESTS / "grammars"  # the tests' own small grammars
-TEST_DATA = TESTS / "data"  # the tests' own programs, by language
+TEST_DATA = TESTS / "data"  # the tests' own data: Python programs, JSONTestSuite
 TOKENIZERS = ROOT / "tokenizers"  # the real tokenizers the package ships
-SHARED = ROOT.parent / "shared"
-PROGRAMS = SHARED / "bench" / "programs"  # the benchmark programs (still only in ../shared)
+PROGRAMS = ROOT / "eval" / "data" / "programs"  # the benchmark programs, by language
 
 TOKENIZER_NAMES = ("llama2", "llama3", "qwen3")
 BENCH_GRAMMARS = ("json", "go", "java", "python")
 PROGRAM_SUFFIX = {"json": ".json", "go": ".go", "java": ".java", "python": ".py"}
-# python.lark's LONG_STRING is always won by _NL (whose COMMENT holds a LONG_STRING): a known warning
-LONG_STRING_WARNING = ".*LONG_STRING can never be produced"
-IGNORE_LONG_STRING = pytest.mark.filterwarnings(f"ignore:{LONG_STRING_WARNING}")
 
 
 def grammar_path(name: str) -> Path:
-    """A grammar by name: a shipped one (grammars/) or one of the tests' own (tests/grammars/)."""
-    found = [d / f"{name}.lark" for d in (GRAMMARS, TEST_GRAMMARS) if (d / f"{name}.lark").is_file()]
-    assert len(found) == 1, f"grammar {name!r}: found {found or 'none'} in {GRAMMARS} and {TEST_GRAMMARS}"
+    """A grammar by name: a benchmark one (grammars/bench/) or one of the tests' own (tests/grammars/).
+    The shipped RFC 8259 grammar is ``GRAMMARS / "json.lark"``."""
+    found = [d / f"{name}.lark" for d in (BENCH, TEST_GRAMMARS) if (d / f"{name}.lark").is_file()]
+    assert len(found) == 1, f"grammar {name!r}: found {found or 'none'} in {BENCH} and {TEST_GRAMMARS}"
     return found[0]
 
 
@@ -51,12 +49,10 @@ def grammar_text(name: str) -> str:
 
 
 def compile_shipped(name: str, vocab: gg.Vocabulary) -> gg.CompiledGrammar:
-    """A benchmark grammar compiled as the engine takes it: python.lark with ``gg.Indenter.python()``,
-    its known LONG_STRING warning silenced."""
+    """A benchmark grammar (grammars/bench/) compiled as the engine takes it: python.lark with
+    ``gg.Indenter.python()``."""
     indenter = gg.Indenter.python() if name == "python" else None
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", LONG_STRING_WARNING, gg.GrammarWarning)
-        return gg.compile(gg.Grammar.from_file(GRAMMARS / f"{name}.lark", indenter=indenter), vocab)
+    return gg.compile(gg.Grammar.from_file(BENCH / f"{name}.lark", indenter=indenter), vocab)
 
 
 def tokenizer_dir(name: str) -> Path:
@@ -69,40 +65,21 @@ def tokenizer_path(name: str) -> Path:
 
 
 def require_tokenizer(name: str) -> Path:
-    """The folder of a shipped tokenizer, or a skip that names the missing file."""
-    if not tokenizer_path(name).is_file():
-        pytest.skip(f"tokenizer {name!r} not found: {tokenizer_path(name)} is missing")
+    """The folder of a shipped tokenizer; a failure naming the file when it is missing."""
+    assert tokenizer_path(name).is_file(), f"tokenizer {name!r} not found: {tokenizer_path(name)} is missing"
     return tokenizer_dir(name)
 
 
 def program_paths(language: str) -> list[Path]:
-    """The benchmark programs of a language (empty when ../shared is absent)."""
-    return sorted((PROGRAMS / language).glob(f"*{PROGRAM_SUFFIX[language]}"))
-
-
-def missing_programs(language: str | None = None) -> str | None:
-    """Why the benchmark programs (of ``language``) cannot be read, or None when they can."""
-    folder = PROGRAMS if language is None else PROGRAMS / language
-    return None if folder.is_dir() else f"benchmark programs not found: {folder} is missing (../shared is absent)"
-
-
-def require_programs(language: str) -> list[Path]:
-    """The benchmark programs of a language; a skip naming the folder when it is absent, a
-    failure when it is there but holds none."""
-    reason = missing_programs(language)
-    if reason:
-        pytest.skip(reason)
-    paths = program_paths(language)
+    """The benchmark programs of a language (eval/data/programs/<language>); a failure naming the
+    folder when it holds none."""
+    paths = sorted((PROGRAMS / language).glob(f"*{PROGRAM_SUFFIX[language]}"))
     assert paths, f"no {language} benchmark programs in {PROGRAMS / language}"
     return paths
 
 
 def program_params() -> list:
-    """Every benchmark program as a ``pytest.param`` (id ``language/name``), marked
-    ``bench_programs``; one skipped param naming the folder when ../shared is absent."""
-    reason = missing_programs()
-    if reason:
-        return [pytest.param(None, id="no-bench-programs", marks=[pytest.mark.bench_programs, pytest.mark.skip(reason=reason)])]
+    """Every benchmark program as a ``pytest.param`` (id ``language/name``), marked ``bench_programs``."""
     paths = [p for lang in BENCH_GRAMMARS for p in program_paths(lang)]
     return [pytest.param(p, id=f"{p.parent.name}/{p.name}", marks=pytest.mark.bench_programs) for p in sorted(paths)]
 

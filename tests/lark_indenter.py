@@ -1,6 +1,6 @@
 """Lark's Indenter postlexer as a test helper: the reference for grammars with indentation (python.lark).
 
-`python_indenter()` is what grammars/python.lark needs: `_NL` newlines, `(`/`[`/`{` suspend
+`python_indenter()` is what grammars/bench/python.lark needs: `_NL` newlines, `(`/`[`/`{` suspend
 indentation, `_INDENT`/`_DEDENT` declared terminals, tabs count 8 columns.
 """
 
@@ -36,7 +36,7 @@ def lark_indenter(
 
 
 def python_indenter() -> Indenter:
-    """A fresh indenter for grammars/python.lark."""
+    """A fresh indenter for grammars/bench/python.lark."""
     return lark_indenter("_NL", ["LPAR", "LSQB", "LBRACE"], ["RPAR", "RSQB", "RBRACE"], tab_len=8)
 
 

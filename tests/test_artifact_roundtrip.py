@@ -7,8 +7,8 @@ while compiling, which the saved outcome rows name: the case issue 11 item 1 fou
 
 All cells run by default; the 128K/151K ones are marked ``slow_vocab``, so a quick local run
 can leave them out with ``-m "not slow_vocab"``. A Llama-2 cell also saves the grammar again
-after walking it (lexer states met while masking are then in the file too). The programs come
-from ../shared; skipped with a reason when it is absent.
+after walking it (lexer states met while masking are then in the file too). The programs are
+the benchmark's, in eval/data/programs.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def random_walk(live: gg.Masker, loaded: gg.Masker, what: str, rng: np.random.Ge
 def test_loaded_artifact_masks_like_the_compiled_grammar(
     grammar: str, tokenizer: str, tmp_path: Path, vocabularies, hf_tokenizers, bench_programs
 ) -> None:
-    paths = bench_programs(grammar)  # before compiling: the skip comes first where ../shared is absent
+    paths = bench_programs(grammar)
     compiled = compile_shipped(grammar, vocabularies(tokenizer))
     path = tmp_path / f"{grammar}-{tokenizer}.gg"
     compiled.save(path)

@@ -251,7 +251,7 @@ SHADOWED = 'start: NAME | "if" NAME\nNAME.2: /[a-z]+/\n%ignore " "\n'
 
 
 def test_shadowed_terminal_is_refused() -> None:
-    """Refused when strict; a warning otherwise, as Lark accepts it (python.lark's LONG_STRING)."""
+    """Refused when strict; a warning otherwise, as Lark accepts it (as SynCode's python.lark's LONG_STRING was)."""
     with pytest.warns(gg.GrammarWarning, match='terminal "if" can never be produced'):
         gg.Grammar(SHADOWED).build_lexer()
     g = gg.Grammar(SHADOWED, strict=True)

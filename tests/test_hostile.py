@@ -4,7 +4,7 @@ control-character tokens, keywords and identifiers followed by lead bytes.
 Walks that prefer those tokens must never reach a dead end (an empty mask), every output they
 end with EOS must parse with Lark, and after each partial-UTF-8 token the whole mask must equal
 the reference checker's. A second test goes through every (lexer state, lead byte) pair, in
-contexts from the benchmark programs of ../shared (skipped with a reason when it is absent).
+contexts from the benchmark programs (eval/data/programs).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import lark
 import numpy as np
 import pytest
 from helpers import BENCH_GRAMMARS as GRAMMARS
-from helpers import IGNORE_LONG_STRING, allowed_ids, bit, compile_shipped, grammar_text
+from helpers import allowed_ids, bit, compile_shipped, grammar_text
 from helpers import TOKENIZER_NAMES as TOKENIZERS
 from lark_indenter import lark_parser, python_indenter
 from reference import ReferenceChecker
@@ -29,7 +29,7 @@ LEAD_BYTES = range(0xC2, 0xF5)
 CONTEXTS_PER_STATE = 2
 PY_REF_INDENTER = dict(nl="_NL", open=("LPAR", "LSQB", "LBRACE"), close=("RPAR", "RSQB", "RBRACE"), tab_len=8, max_column=64)
 
-pytestmark = [pytest.mark.real_tokenizers, IGNORE_LONG_STRING]
+pytestmark = pytest.mark.real_tokenizers
 
 
 @lru_cache(maxsize=1)  # one cell in memory at a time
@@ -205,7 +205,7 @@ def test_every_lexer_state_and_lead_byte(grammar: str, vocabularies, bench_progr
     exactly when the reference finds the prefix viable (asked for one byte, varied, of each
     class of lead bytes the lexer treats alike), and once taken the mask is not empty."""
     ref = reference_for(grammar)
-    programs = bench_programs(grammar)  # before compiling: the skip comes first where ../shared is absent
+    programs = bench_programs(grammar)
     masker = masker_for(grammar, vocabularies("llama2"))  # bytes decide here; the walks above cover every tokenizer
     lexer, by_byte = masker.compiled.lexer, byte_token(masker.compiled.vocab)
     cols = lexer.columns

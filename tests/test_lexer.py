@@ -6,7 +6,7 @@ import itertools
 import re
 
 import pytest
-from helpers import GRAMMARS, dfa_boundary, single_terminal_lexer
+from helpers import BENCH, dfa_boundary, single_terminal_lexer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +33,7 @@ def dfa_match(lexer, data: bytes) -> int:
 def lark_patterns() -> list[tuple[str, str]]:
     out = []
     for name in ("go", "java", "json", "python"):
-        for t in gg.Grammar.from_file(GRAMMARS / f"{name}.lark").terminals:
+        for t in gg.Grammar.from_file(BENCH / f"{name}.lark").terminals:
             out.append((f"{name}:{t.name}", t.pattern))
     return out
 
@@ -163,7 +163,7 @@ def test_inside_a_character_only_continuation_bytes_live(name: str) -> None:
     so any other byte kills every lexeme that holds the character."""
     from greatgramma.lexer import utf8_valid
 
-    grammar = gg.Grammar.from_file(GRAMMARS / f"{name}.lark", indenter=gg.Indenter.python() if name == "python" else None)
+    grammar = gg.Grammar.from_file(BENCH / f"{name}.lark", indenter=gg.Indenter.python() if name == "python" else None)
     lexer = grammar.build_lexer()
     inside = ~utf8_valid(lexer.delta)[:, ord("a")]  # where ASCII cannot come next
     assert inside.any()

@@ -1,12 +1,12 @@
-"""grammars/python.lark with the indentation postlexer (gg.Indenter.python()) against Lark's Indenter.
+"""grammars/bench/python.lark with the indentation postlexer (gg.Indenter.python()) against Lark's Indenter.
 
 - Always runs: a small vocabulary built from the test programs' bytes; the own programs in
   tests/data/python walk token by token; hand-written indentation cases check the mask (deeper
   indentation after a block opener, dedents only to a level on the stack, several at once,
   indentation free inside brackets, EOS closing open blocks), each completeness claim checked
   against Lark too; a few seeded random walks whose EOS-ended outputs must parse with Lark.
-- Real tokenizers (tokenizers/): every program (the ../shared benchmark's, skipped with a reason
-  when absent, and the own) walks cleanly with llama2, llama3, qwen3; seeded random walks never
+- Real tokenizers (tokenizers/): every program (the benchmark's, eval/data/programs/python, and
+  the own) walks cleanly with llama2, llama3, qwen3; seeded random walks never
   meet an empty mask and every output ended with EOS parses with Lark + the indenter.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import TOKENIZER_NAMES as TOKENIZERS
-from helpers import IGNORE_LONG_STRING, TEST_DATA, allowed_ids, bit, compile_shipped, grammar_path
+from helpers import TEST_DATA, allowed_ids, bit, compile_shipped, grammar_path
 from lark_indenter import lark_parser, lark_parses, python_indenter
 
 import greatgramma as gg
@@ -27,7 +27,6 @@ import greatgramma as gg
 GRAMMAR_PATH = grammar_path("python")
 GRAMMAR_TEXT = GRAMMAR_PATH.read_text()
 OWN_PROGRAMS = sorted((TEST_DATA / "python").glob("*.py"))
-pytestmark = IGNORE_LONG_STRING
 
 
 def python_grammar() -> gg.Grammar:
@@ -352,9 +351,9 @@ def test_programs_walk_cleanly(real_compiled: gg.CompiledGrammar, request, hf_to
     vocab = compiled.vocab
     masker = gg.Masker(compiled)
     hf = hf_tokenizers(request.node.callspec.params["real_compiled"])
-    shared_programs = bench_programs("python")
-    assert shared_programs and OWN_PROGRAMS
-    for program in shared_programs + OWN_PROGRAMS:
+    bench = bench_programs("python")
+    assert bench and OWN_PROGRAMS
+    for program in bench + OWN_PROGRAMS:
         ids = encode_exact(hf, program.read_text(encoding="utf-8"), vocab.token_bytes)
         state = masker.initial_state()
         done = b""

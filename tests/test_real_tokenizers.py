@@ -1,6 +1,6 @@
 """Real tokenizers x benchmark grammars: every program token allowed, random walks never stuck, outputs parse.
 
-The programs come from ../shared; the tests that walk them skip with a reason when it is absent.
+The programs are the benchmark's, in eval/data/programs.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 import pytest
-from helpers import GRAMMARS
+from helpers import BENCH
 
 import greatgramma as gg
 from greatgramma.codes import NO_TERM
@@ -37,7 +37,7 @@ def decoded(views: LexerViews, compiled, x: int, token: int):
 
 @pytest.mark.parametrize("name", ["json", "go", "java"])
 def test_views_match_byte_by_byte_lexing(name: str) -> None:
-    grammar = gg.Grammar.from_file(GRAMMARS / f"{name}.lark")
+    grammar = gg.Grammar.from_file(BENCH / f"{name}.lark")
     rng = random.Random(name)
     tokens = sorted({b"".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 6))) for _ in range(500)})
     vocab = gg.Vocabulary([None, *tokens], eos_token_ids=[0])

@@ -27,7 +27,9 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
+sys.path.append(str(ROOT))  # eval.paths (standard library only) from a peer's venv, run as a script
+from eval.paths import bench_grammar, tokenizer_file  # noqa: E402
+
 CACHE = ROOT / "eval" / "out" / "peers" / "tokens"
 GRAMMARS = ("go", "java", "json", "python")
 TOKENIZERS = ("llama2", "llama3", "qwen3")
@@ -109,7 +111,7 @@ def percentile(sorted_xs: list[float], q: float) -> float:
 
 
 def make_tokenizer_dir(tokenizer: str, into: Path) -> Path:
-    src = SHARED / "tokenizers" / tokenizer
+    src = tokenizer_file(tokenizer).parent
     d = into / tokenizer
     d.mkdir(parents=True, exist_ok=True)
     (d / "tokenizer.json").write_bytes(gzip.decompress((src / "tokenizer.json.gz").read_bytes()))
@@ -167,7 +169,7 @@ def main(peer_cls: type[Peer]) -> None:
         peer.cache = json.loads(cache_file.read_text())
         programs = peer.cache["programs"][args.grammar]
         peer.tok_dir = make_tokenizer_dir(args.tokenizer, work / "tok")
-        peer.grammar_path = ROOT / "grammars" / f"{args.grammar}.lark"
+        peer.grammar_path = bench_grammar(args.grammar)
         peer.grammar_text = peer.grammar_path.read_text(encoding="utf-8")
 
         stage = "import"

@@ -21,10 +21,11 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
-OUT = ROOT / "eval" / "out" / "peers" / "tokens"
-LANGS = ("go", "java", "json", "python")
+from eval.paths import OUT as EVAL_OUT
+from eval.paths import PROGRAM_SUFFIX, bench_grammar, programs, tokenizer_file
+
+OUT = EVAL_OUT / "peers" / "tokens"
+LANGS = tuple(PROGRAM_SUFFIX)
 TOKENIZERS = ("llama2", "llama3", "qwen3")
 
 
@@ -40,14 +41,10 @@ def lark_parser(lang: str):
         DEDENT_type = "_DEDENT"
         tab_len = 8
 
-    text = (ROOT / "grammars" / f"{lang}.lark").read_text(encoding="utf-8")
+    text = bench_grammar(lang).read_text(encoding="utf-8")
     if lang == "python":
         return Lark(text, parser="lalr", lexer="basic", postlex=PyIndenter())
     return Lark(text, parser="lalr", lexer="basic")
-
-
-def programs(lang: str) -> list[Path]:
-    return sorted((SHARED / "bench" / "programs" / lang).glob("*"))
 
 
 def main() -> None:
@@ -70,7 +67,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for tk in args.tokenizers:
-        path = SHARED / "tokenizers" / tk / "tokenizer.json.gz"
+        path = tokenizer_file(tk)
         vocab = gg.Vocabulary.from_file(path)
         hf = load_tokenizer(path)
         res = {"tokenizer": tk, "vocab_size": vocab.vocab_size, "eos_token_ids": list(vocab.eos_token_ids), "programs": {}}
