@@ -179,7 +179,7 @@ class Grammar:
             )
             if self.strict:
                 raise err
-            # Lark accepts such grammars (the benchmark's python.lark: LONG_STRING loses to _NL)
+            # Lark accepts such grammars (SynCode's original python.lark: LONG_STRING loses to _NL)
             diagnostics.warn(err)
 
     def _literal_winner(self, lexer: LexerDFA, name: str) -> TerminalSpec | None:

@@ -144,7 +144,7 @@ def test_ctrl_c_exits_130_with_one_line(files) -> None:
 
 # -- diagnostics as a compiler gives them (gg's main run in-process) ----------------------------
 
-BENCH_GRAMMARS = ROOT / "grammars"  # the benchmark grammars (grammars/bench after the move)
+BENCH_GRAMMARS = ROOT / "grammars" / "bench"  # the paper's benchmark grammars
 
 
 def run_gg(capsys, *args: str) -> tuple[int, str, str]:
