@@ -1,61 +1,40 @@
-"""The one cache of the runtime: a dict bounded by bytes and entries, oldest entries out first."""
+"""The one cache of the runtime: a dict bounded by bytes and entries, that starts over when full."""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 
 class BoundedCache(dict):
-    """A dict whose entries are charged an estimate of their bytes as they go in; past ``budget``
-    bytes or ``max_entries`` entries the oldest go. A hit is one plain ``dict.get``.
+    """A dict whose entries are charged an estimate of their bytes as they go in (or grow); an
+    addition that would pass ``budget`` bytes or ``max_entries`` entries first empties it. A hit
+    is one plain ``dict.get``, an addition a few operations: these caches sit on the masker's and
+    the parser's hot paths, where evicting one by one cost more than the entries saved (what
+    they hold is recomputed from the cheaper caches below them).
 
-    For memos whose entries are rows that grow (a dict of answers per key), ``item_bytes(key)``
-    is what one more answer in the row under ``key`` costs: :meth:`grew` charges it, and an
-    evicted row gives back its length times that.
-
-    Safe to share between threads: a new key goes in at once (``setdefault``: one value per key
-    wins), its charge and the evictions under a lock; lookups see a consistent dict. Every
-    cache and memo of the masker and the parser is one of these, each with its share of the
-    masker's ``cache_bytes``.
+    Safe to share between threads without a lock: each operation on the dict is atomic, so a
+    race can only blur the count or drop entries early, never give a wrong value. Every cache and
+    memo of the masker and the parser is one of these, each with its share of the masker's
+    ``cache_bytes``.
     """
 
-    def __init__(self, budget: int, max_entries: int = 1 << 62, item_bytes: Callable[[Any], int] | None = None) -> None:
+    __slots__ = ("budget", "max_entries", "nbytes")
+
+    def __init__(self, budget: int, max_entries: int = 1 << 62) -> None:
         super().__init__()
         self.budget, self.max_entries, self.nbytes = budget, max_entries, 0
-        self.item_bytes = item_bytes
-        self._charged: OrderedDict = OrderedDict()  # key -> bytes charged when it went in, oldest first
-        self._lock = threading.Lock()
 
     def put(self, key: Any, value: Any, nbytes: int) -> Any:
-        """Store ``value`` unless ``key`` is already in (then keep that one); return what is stored.
-        The oldest entries go until the cache fits (one oversized entry may stay)."""
-        got = self.setdefault(key, value)
-        if got is not value:
-            return got
-        with self._lock:
-            self._charged[key] = nbytes
-            self.nbytes += nbytes
-            if self.nbytes > self.budget or len(self._charged) > self.max_entries:
-                self._evict()
-        return value
+        """Store ``value`` unless ``key`` is already in (then keep that one); return what is stored."""
+        if self.nbytes + nbytes > self.budget or len(self) >= self.max_entries:
+            self.clear()
+        self.nbytes += nbytes
+        return self.setdefault(key, value)
 
-    def grew(self, key: Any) -> None:
-        """The row under ``key`` got one more answer. On the memos' hot path, so without the lock:
-        the next :meth:`put` evicts, and a race only blurs the count."""
-        self.nbytes += self.item_bytes(key)
-
-    def _evict(self) -> None:
-        charged, item_bytes = self._charged, self.item_bytes
-        while (self.nbytes > self.budget or len(charged) > self.max_entries) and len(charged) > 1:
-            old, n = charged.popitem(last=False)
-            row = self.pop(old, ())
-            self.nbytes -= n if item_bytes is None else n + len(row) * item_bytes(old)
+    def grew(self, nbytes: int) -> None:
+        """An entry grew by about ``nbytes`` (a memo row got one more answer)."""
+        self.nbytes += nbytes
 
     def clear(self) -> None:
-        with self._lock:
-            super().clear()
-            self._charged.clear()
-            self.nbytes = 0
+        super().clear()
+        self.nbytes = 0

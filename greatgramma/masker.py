@@ -195,21 +195,24 @@ class Masker:
         tb = self._vocab.token_bytes
         return tb[token] if token < len(tb) else None
 
-    def _end_ok(self, stack: Stack, end: int, branch: frozenset = frozenset()) -> bool:
+    def _end_ok(self, stack: Stack, end: int, branch: frozenset = frozenset(), visible_ok: dict | None = None) -> bool:
         """Some continuation of the lexeme in lexer state ``end`` keeps the parser alive: the
         lexeme goes on into a terminal the parser takes, or dies and backs up to its fallback
         (``LexingTransducer.backup_options``, searched only when the rest fails) and what follows
-        goes on."""
-        lexer = self._lexer
-        q = lexer.base(end)
-        if lexer.can_end_ignored[q]:
+        goes on. ``visible_ok``: answers for tuples of visible terminals on this stack so far."""
+        ignored, visible, _ = self._lexer.end_key(end)
+        if ignored:
             return True
-        feed = self.parser.feed
-        for t in lexer.visible[q]:
-            if feed(stack, t) is not None:
-                return True
+        ok = None if visible_ok is None else visible_ok.get(visible)
+        if ok is None:
+            feed = self.parser.feed
+            ok = any(feed(stack, t) is not None for t in visible)
+            if visible_ok is not None:
+                visible_ok[visible] = ok
+        if ok:
+            return True
         branch = branch | {end}
-        for terms, after in lexer.backup_options(end):
+        for terms, after in self._lexer.backup_options(end):
             if after not in branch:  # a state met again on the branch adds no continuation
                 fed = self._feed_all(stack, terms)
                 if fed is not None and self._end_ok(fed, after, branch):
@@ -249,7 +252,8 @@ class Masker:
             after = stack if first == NO_TERM else self.parser.feed(stack, first)
             if after is not None:
                 rows.append((first, self._rows.of(after)))
-        ends = tuple(self._end_ok(stack, group[0]) for group in view.end_groups)
+        visible_ok: dict = {}  # end groups often differ only in how they back up
+        ends = tuple(self._end_ok(stack, group[0], visible_ok=visible_ok) for group in view.end_groups)
         behind = None
         if view.fallback is not None:
             path = self._lexer.fallback_path(x)

@@ -19,11 +19,6 @@ SEGMENT_MEMO_BYTES = 16 << 20  # a parser's memo of feeds on top segments
 _MISSING = object()
 
 
-def _row_item_bytes(known: Known) -> int:
-    """Memory of one answer in a memo row keyed by a top segment."""
-    return 120 + 8 * len(known)
-
-
 class LalrParser:
     """Runs a :class:`ParseTable`; one per masker, safe to share between threads."""
 
@@ -37,7 +32,7 @@ class LalrParser:
         self._lhs = table.rule_lhs.tolist()
         self._len = table.rule_len.tolist()
         self._units = BoundedCache(UNIT_MEMO_BYTES)  # (below, top, term) -> top after unit rules
-        self._segments = BoundedCache(SEGMENT_MEMO_BYTES, item_bytes=_row_item_bytes)  # top segment -> term -> outcome
+        self._segments = BoundedCache(SEGMENT_MEMO_BYTES)  # top segment -> term -> outcome
         self._root = Frame(table.start_state)  # shared by every initial stack
         self._width = table.action.shape[1]  # memo keys: state * width + terminal
 
@@ -146,7 +141,7 @@ class LalrParser:
         got = row.get(term, _MISSING)
         if got is _MISSING:
             got = row[term] = self._known_end(known) if term == self._width - 1 else self._known_step(known, term)
-            self._segments.grew(known)
+            self._segments.grew(120 + 8 * len(known))
         return got
 
     def _known_step(self, known: Known, term: int):

@@ -45,7 +45,7 @@ class ViableRows:
         self._stack_bytes = parser.stack_bytes
         share = budget // 6
         self._rows = BoundedCache(2 * share, max_entries)  # stack -> bool[rows] as bytes
-        self._known = BoundedCache(2 * share, 4 * max_entries, lambda known: 112 + 8 * len(known))  # segment -> term -> feed_known
+        self._known = BoundedCache(2 * share, 4 * max_entries)  # known segment -> terminal -> feed_known
         self._splits = BoundedCache(share, 64 * max_entries)  # (node, known top) -> Split
         self._distinct_rows = BoundedCache(share, max_entries)  # equal rows share one object
 
@@ -151,7 +151,7 @@ class ViableRows:
         got = row.get(term, self)
         if got is self:
             got = row[term] = self._parser.feed_known(known, term)
-            self._known.grew(known)
+            self._known.grew(112 + 8 * len(known))
         return got
 
     def _known_row(self, known: Known) -> dict:
