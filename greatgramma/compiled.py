@@ -22,7 +22,7 @@ from .parser import LalrParser
 from .sequences import SequenceTrie
 from .subtrees import SubtreeWalks
 from .transducer import TokenTransducer
-from .trie import TokenTrie
+from .trie import TokenTrie, trie_of
 from .version import __version__
 from .vocab import Vocabulary
 
@@ -133,7 +133,7 @@ def compile(  # noqa: A001
     lap("lalr")
     lexer = lexing_transducer(grammar, grammar.build_lexer(max_states=max_dfa_states))
     lap("lexer")
-    trie = TokenTrie.build(vocab.token_bytes)
+    trie = trie_of(vocab)  # shared by the grammars compiled for this vocabulary
     lap("trie")
     transducer = TokenTransducer(lexer, trie)
     lap("transducer")

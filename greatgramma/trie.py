@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -77,3 +80,19 @@ class TokenTrie:
         starts = self.level_starts[0] if self.level_starts else np.zeros(0, dtype=np.int64)
         ends = np.append(starts[1:], len(self))
         return [(int(self.matrix[lo, 0]), int(lo), int(hi)) for lo, hi in zip(starts.tolist(), ends.tolist())]
+
+
+_TRIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Vocabulary -> its TokenTrie
+_TRIES_LOCK = threading.Lock()
+
+
+def trie_of(vocab: Any) -> TokenTrie:
+    """The token trie of a :class:`~greatgramma.vocab.Vocabulary`, built once and shared by every
+    grammar compiled for it (it depends on the token bytes only; kept while the vocabulary lives)."""
+    with _TRIES_LOCK:
+        got = _TRIES.get(vocab)
+    if got is None:
+        got = TokenTrie.build(vocab.token_bytes)
+        with _TRIES_LOCK:
+            got = _TRIES.setdefault(vocab, got)
+    return got

@@ -69,7 +69,7 @@ class Vocabulary:
     an id without bytes except an EOS id, and that only when the output is complete.
     """
 
-    __slots__ = ("token_bytes", "vocab_size", "eos_token_ids", "_fingerprint")
+    __slots__ = ("token_bytes", "vocab_size", "eos_token_ids", "_fingerprint", "__weakref__")
 
     token_bytes: tuple[bytes | None, ...]
     vocab_size: int

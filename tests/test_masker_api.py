@@ -149,3 +149,12 @@ def test_masker_options_are_checked(calc_compiled, kwargs, error, message) -> No
 def test_masker_needs_a_compiled_grammar() -> None:
     with pytest.raises(TypeError, match="Masker needs a CompiledGrammar.*got str"):
         gg.Masker("x")
+
+
+def test_grammars_compiled_for_one_vocabulary_share_its_token_trie(calc_compiled) -> None:
+    """The trie depends on the tokenizer only: built once per Vocabulary (issue 14)."""
+    vocab = calc_compiled.vocab
+    other = gg.compile(gg.Grammar('start: "a" | "b"'), vocab)
+    assert other.trie is calc_compiled.trie
+    same = gg.Vocabulary(list(vocab.token_bytes), eos_token_ids=vocab.eos_token_ids, vocab_size=vocab.vocab_size)
+    assert gg.compile(gg.Grammar('start: "a"'), same).trie is other.trie  # an equal vocabulary
