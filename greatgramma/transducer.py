@@ -81,12 +81,17 @@ class TokenTransducer:
     is walked per trie subtree (:class:`greatgramma.subtrees.SubtreeWalks`).
     """
 
-    def __init__(self, lexer: LexingTransducer, trie: TokenTrie) -> None:
+    def __init__(self, lexer: LexingTransducer, trie: TokenTrie, saved: dict[str, np.ndarray] | None = None) -> None:
+        """Compute the suffix rows, or take them from ``saved`` (:meth:`from_arrays`)."""
         self.lexer = lexer
         self.trie = trie
         self.outcomes = Outcomes()
-        self.ignored = np.array([t.ignored for t in lexer.terminals] + [False], dtype=bool)
-        self.suffix = self._suffix_outcomes()
+        self.ignored = np.array(lexer.ignored + [False], dtype=bool)  # index DEAD (-1): not ignored
+        if saved is None:
+            self.suffix = self._suffix_outcomes()
+        else:
+            self.suffix = saved["suffix"].astype(np.int64)
+            self.outcomes.term, self.outcomes.next = saved["outcome_term"].tolist(), saved["outcome_next"].tolist()
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The suffix rows and the outcome rows (which may name extended lexer states: save those too)."""
@@ -99,12 +104,7 @@ class TokenTransducer:
     @classmethod
     def from_arrays(cls, lexer: LexingTransducer, trie: TokenTrie, arrays: dict[str, np.ndarray]) -> TokenTransducer:
         """Inverse of :meth:`to_arrays` (the lexer must have the extended states they name)."""
-        self = cls.__new__(cls)
-        self.lexer, self.trie, self.outcomes = lexer, trie, Outcomes()
-        self.ignored = np.array([t.ignored for t in lexer.terminals] + [False], dtype=bool)
-        self.suffix = arrays["suffix"].astype(np.int64)
-        self.outcomes.term, self.outcomes.next = arrays["outcome_term"].tolist(), arrays["outcome_next"].tolist()
-        return self
+        return cls(lexer, trie, saved=arrays)
 
     def _emit(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
         """Outcome of emitting ``terms[i]`` then continuing with outcome ``nexts[i]`` (ignored ones vanish)."""

@@ -33,17 +33,16 @@ class LexerViews:
 
     def __init__(self, blocks: BlockTable, vocab_size: int, budget: int, max_entries: int) -> None:
         self._blocks, self._subtrees = blocks, blocks.subtrees
-        self._lexer = lexer = blocks.subtrees.lexer
-        trie = blocks.subtrees.trie
+        self._lexer, trie = blocks.subtrees.lexer, blocks.subtrees.trie
         self._string_of_token = np.full(vocab_size, len(trie), dtype=np.int64)  # len(trie): no string
         self._string_of_token[trie.token_of_string] = np.repeat(np.arange(len(trie)), np.diff(trie.token_of_string_ptr))
         first_byte = trie.matrix[:, 0]  # strings are sorted, so each first byte is one range of them
         self._byte_counts = np.bincount(first_byte, minlength=256)
-        self._rest0 = blocks.subtrees.suffix[trie.offsets[:-1]].astype(np.int32)
+        self._rest0 = self._subtrees.suffix[trie.offsets[:-1]].astype(np.int32)
         self._rest0_dead = np.nonzero(self._rest0 == DEAD)[0]
         self._byte_has_rest0 = np.zeros(256, dtype=bool)  # some string starting with the byte is alive from start
         self._byte_has_rest0[first_byte[self._rest0 != DEAD]] = True
-        self._ignored_arr = np.array(lexer.ignored + [False], dtype=bool)  # index -1 (DEAD): not ignored
+        self._ignored_arr = self._subtrees.ignored  # index DEAD (-1): not ignored
         self._views = BoundedCache(budget, max_entries)
 
     def caches(self) -> dict[str, BoundedCache]:
