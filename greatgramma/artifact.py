@@ -2,7 +2,7 @@
 
 Layout: one JSON header line (format, library version, the grammar's text with its sha256 and
 fingerprint, the vocabulary's fingerprint, terminals, LALR scalars, sha256 of the payload), then
-an uncompressed ``.npz`` payload with every array.
+a compressed ``.npz`` payload with every array (the token trie is the vocabulary's: rebuilt, not stored).
 
 Loading validates everything the file claims before anything is built: header fields and their
 types, array names, dtypes and shapes, every index against what it indexes, and that the tables
@@ -31,18 +31,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .codes import DEAD, END
+from .codes import DEAD, END, UNKNOWN
 from .errors import ArtifactError, GreatGrammaError
 from .grammar import Grammar
 from .indenter import Indenter
 from .lexer import MAX_BACKTRACK, TerminalSpec
 from .lexing import LexingTransducer
 from .parse_table import ParseTable
+from .trie import TokenTrie, trie_of
 from .version import __version__
 from .vocab import Vocabulary
 
 MAGIC = "greatgramma-compiled"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 
 class Invalid(ValueError):
@@ -61,7 +62,7 @@ def write(path: str | os.PathLike, header: dict, arrays: dict[str, np.ndarray]) 
     """
     arrays = {name: np.ascontiguousarray(arrays[name], dtype=dtype) for name, (dtype, _) in ARRAYS.items()}
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez_compressed(buf, **arrays)  # suffix rows and lexer tables shrink several-fold
     payload = buf.getvalue()
     full = {"magic": MAGIC, "format": FORMAT_VERSION, "library_version": __version__, **header}
     full["payload_sha256"] = hashlib.sha256(payload).hexdigest()
@@ -275,13 +276,6 @@ ARRAYS: dict[str, tuple[type, int]] = {  # name -> (dtype, number of dimensions)
     "lalr_goto": (np.int32, 2),
     "lalr_rule_lhs": (np.int32, 1),
     "lalr_rule_len": (np.int32, 1),
-    "trie_matrix": (np.uint8, 2),
-    "trie_lengths": (np.int32, 1),
-    "trie_offsets": (np.int64, 1),
-    "trie_levels": (np.int64, 1),
-    "trie_level_sizes": (np.int64, 1),
-    "trie_token_ptr": (np.int64, 1),
-    "trie_tokens": (np.int64, 1),
     "suffix": (np.int32, 1),
     "outcome_term": (np.int32, 1),
     "outcome_next": (np.int32, 1),
@@ -429,80 +423,16 @@ def _check_lalr(a: dict, lalr: dict, terms: tuple[TerminalSpec, ...], indenter: 
             raise Invalid(f"lalr.{key} {lalr[key]} is not a parser state (0..{s - 1})")
 
 
-def _trie_levels(lcp: np.ndarray, lengths: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(trie_levels, trie_level_sizes) as TokenTrie.build makes them: depth d (from 1) lists, in
-    order, the strings that open a node there (common prefix with the previous string < d <= length)."""
-    counts = lengths.astype(np.int64) - lcp
-    string = np.repeat(np.arange(len(lengths)), counts)
-    depth = np.repeat(lcp + 1 - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-    order = np.argsort(depth, kind="stable")
-    return string[order], np.bincount(depth - 1, minlength=width)[:width]
-
-
-def _check_token_strings(a: dict, owner: np.ndarray) -> None:
-    """Token ``trie_tokens[i]``'s bytes (from vocab_lengths and vocab_bytes) are string ``owner[i]``."""
-    tokens, matrix = a["trie_tokens"], a["trie_matrix"]
-    vocab_lengths = a["vocab_lengths"]
-    size = vocab_lengths[tokens]
-    wrong = size != a["trie_lengths"][owner]
-    if not wrong.any():
-        starts = np.cumsum(np.maximum(vocab_lengths, 0)) - np.maximum(vocab_lengths, 0)
-        pos = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
-        same = a["vocab_bytes"][np.repeat(starts[tokens], size) + pos] == matrix[np.repeat(owner, size), pos]
-        wrong = np.zeros(len(tokens), dtype=bool)
-        wrong[np.repeat(np.arange(len(tokens)), size)[~same]] = True
-    if wrong.any():
-        raise Invalid(f"trie_tokens lists token {int(tokens[np.argmax(wrong)])} under a string that is not its bytes")
-
-
-def _check_trie(a: dict) -> None:
-    """The trie is the vocabulary's (the payload's vocab_* arrays) distinct non-empty token strings,
-    sorted, with consistent offsets, levels and token lists."""
-    matrix, lengths = a["trie_matrix"], a["trie_lengths"]
-    n, width = matrix.shape
-    if width < 1:
-        raise Invalid("trie_matrix has no columns")
-    _expect_shape(a, "trie_lengths", (n,))
-    _expect_range(a, "trie_lengths", 1, width + 1, "string lengths within trie_matrix's width")
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    if not np.array_equal(a["trie_offsets"], offsets):
-        raise Invalid("trie_offsets are not the running sums of trie_lengths")
-    if ((matrix != 0) & (np.arange(width, dtype=np.int32)[None, :] >= lengths[:, None])).any():
-        raise Invalid("trie_matrix has bytes past a string's length")
-    lcp = np.zeros(n, dtype=np.int64)
-    if n > 1:
-        minlen = np.minimum(lengths[1:], lengths[:-1])
-        differ = (matrix[1:] != matrix[:-1]) | (np.arange(width)[None, :] >= minlen[:, None])
-        lcp[1:] = np.argmax(differ, axis=1)
-        rows = np.arange(1, n)
-        at = np.minimum(lcp[1:], width - 1)
-        greater = np.where(lcp[1:] < minlen, matrix[rows, at] > matrix[rows - 1, at], lengths[1:] > lengths[:-1])
-        if not greater.all():
-            raise Invalid(f"trie strings are not sorted and distinct (string {int(np.argmin(greater)) + 1})")
-    _expect_shape(a, "trie_level_sizes", (width,))
-    levels, sizes = _trie_levels(lcp, lengths, width)
-    if not (np.array_equal(a["trie_levels"], levels) and np.array_equal(a["trie_level_sizes"], sizes)):
-        raise Invalid("trie_levels and trie_level_sizes are not the trie's levels")
-    ptr, tokens = a["trie_token_ptr"], a["trie_tokens"]
-    _expect_shape(a, "trie_token_ptr", (n + 1,))
-    if ptr[0] != 0 or (np.diff(ptr) < 1).any() or ptr[-1] != len(tokens):
-        raise Invalid("trie_token_ptr must rise from 0 to len(trie_tokens), at least one token per string")
-    vocab_lengths = a["vocab_lengths"]
-    _expect_range(a, "trie_tokens", 0, len(vocab_lengths), "token ids of the vocabulary")
-    _check_token_strings(a, np.repeat(np.arange(n), np.diff(ptr)))
-    once = np.bincount(tokens, minlength=len(vocab_lengths)) == 1
-    if len(tokens) != int(once.sum()) or len(tokens) != int((vocab_lengths > 0).sum()):
-        raise Invalid("trie_tokens must list every token with bytes exactly once")
-
-
-def _check_outcomes(a: dict, terms: tuple[TerminalSpec, ...], num_lexer_states: int) -> None:
-    """Suffix rows name outcome rows; an outcome row emits a parser-visible terminal and links to an
-    earlier row (so following links ends), or ends (END) in a lexer state, extended ones included."""
+def _check_outcomes(a: dict, trie: TokenTrie, terms: tuple[TerminalSpec, ...], num_lexer_states: int) -> None:
+    """Suffix rows (one per byte position of the vocabulary's token strings) name outcome rows or
+    are not computed yet; an outcome row emits a parser-visible terminal and links to an earlier
+    row (so following links ends), or ends (END) in a lexer state, extended ones included."""
     n_rows = len(a["outcome_term"])
     _expect_shape(a, "outcome_next", (n_rows,))
-    _expect_shape(a, "suffix", (int(a["trie_offsets"][-1]),))
-    _expect_range(a, "suffix", DEAD, n_rows, "outcome rows, -1 for none")
+    _expect_shape(a, "suffix", (int(trie.offsets[-1]),))
+    suffix = a["suffix"]
+    _expect_range({"suffix": np.where(suffix == UNKNOWN, DEAD, suffix)}, "suffix", DEAD, n_rows,
+                  f"outcome rows, {DEAD} for none, {UNKNOWN} for not computed")
     term, nxt = a["outcome_term"].astype(np.int64), a["outcome_next"].astype(np.int64)
     visible = np.array([not t.ignored for t in terms] + [False], dtype=bool)
     is_end = term == END
@@ -541,6 +471,7 @@ class Stored(NamedTuple):
     grammar: Grammar  # as stored (the one given to ``read``, if any, has the same fingerprint)
     vocab: Vocabulary
     terminals: tuple[TerminalSpec, ...]
+    trie: TokenTrie  # the vocabulary's (shared with every grammar compiled for it in this process)
 
 
 def read(path: str | os.PathLike, *, grammar: Grammar | None = None, vocab: Vocabulary | None = None) -> Stored:
@@ -576,41 +507,65 @@ def _checked(p: Path, header: dict, a: dict, vocab: Vocabulary | None) -> Stored
     stored = _grammar(header["grammar"])
     if vocab is None:
         vocab = _vocabulary(a, header["vocab"])
-    elif tuple(_token_bytes(a)) != vocab.token_bytes:  # the trie is checked against the payload's bytes
+    elif tuple(_token_bytes(a)) != vocab.token_bytes:
         raise Invalid("its vocabulary arrays differ from the given vocabulary, whose fingerprint it names")
     terms = _terminals(header, stored.indenter)
     _check_lexer(a, terms)
     _check_lalr(a, header["lalr"], terms, stored.indenter)
-    _check_trie(a)
-    _check_outcomes(a, terms, a["lexer_delta"].shape[0] + len(a["lexer_ext_state"]))
+    trie = trie_of(vocab)
+    _check_outcomes(a, trie, terms, a["lexer_delta"].shape[0] + len(a["lexer_ext_state"]))
     if header["preprocessed_subtrees"] < 0:
         raise Invalid("preprocessed_subtrees is negative")
     with building("timings"):
         header["timings"] = {k: float(v) for k, v in header["timings"].items()}
-    return Stored(p, header, a, stored, vocab, terms)
+    return Stored(p, header, a, stored, vocab, terms, trie)
 
 
 def differences(stored: Stored, fresh_arrays: dict, fresh_header: dict) -> list[str]:
-    """What differs between a file and the tables its grammar and vocabulary compile to now.
+    """What differs between a file and the tables its grammar and vocabulary compile to now
+    (eagerly: every suffix row computed).
 
     Lark numbers LALR states, rules and nonterminals differently from one run to the next, so the
-    parse tables are compared as automata (:func:`canonical_lalr`); all other tables exactly. A
-    used grammar may have met more extended states after compiling: the file's must start with
-    the fresh ones.
+    parse tables are compared as automata (:func:`canonical_lalr`). Outcome rows and extended
+    lexer states are numbered in the order decoding met them, so the suffix rows the file holds
+    are compared by what they mean (terminals, end state); all other tables exactly.
     """
     a, header = stored.arrays, stored.header
-    exact = [name for name in fresh_arrays if not name.startswith(("lexer_ext_", "lalr_"))]
-    differ = [name for name in exact if not np.array_equal(fresh_arrays[name], a[name])]
-    made = LexingTransducer.extended_keys_from_arrays(unprefixed("lexer_", fresh_arrays))
-    if LexingTransducer.extended_keys_from_arrays(unprefixed("lexer_", a))[: len(made)] != made:
-        differ.append("lexer_ext_*")
+    skip = ("lexer_ext_", "lalr_", "outcome_", "suffix")
+    differ = [name for name in fresh_arrays if not name.startswith(skip) and not np.array_equal(fresh_arrays[name], a[name])]
+    if not _same_suffix_rows(a, fresh_arrays):
+        differ.append("suffix, outcome_*, lexer_ext_* (the token transducer's rows)")
     tables = [ParseTable.from_arrays(unprefixed("lalr_", x), h["lalr"]) for x, h in ((fresh_arrays, fresh_header), (a, header))]
     if canonical_lalr(tables[0]) != canonical_lalr(tables[1]):
         differ.append("lalr_* (the parse table)")
-    differ += [f"header {key}" for key in ("terminals", "preprocessed_subtrees") if header[key] != fresh_header[key]]
+    if header["terminals"] != fresh_header["terminals"]:
+        differ.append("header terminals")
     if header["lalr"]["declared"] != fresh_header["lalr"]["declared"]:
         differ.append("header lalr.declared")
     return differ
+
+
+def _same_suffix_rows(stored: dict, fresh: dict) -> bool:
+    """The file's computed suffix rows mean what the fresh ones at the same positions mean."""
+    meanings: dict[tuple, int] = {}
+    ids = [_row_meanings(x, meanings) for x in (stored, fresh)]
+    known = stored["suffix"] != UNKNOWN
+    rows = [x["suffix"][known].astype(np.int64) for x in (stored, fresh)]
+    if (rows[1] == UNKNOWN).any():
+        return False
+    said = [np.where(r == DEAD, DEAD, m[np.maximum(r, 0)]) for r, m in zip(rows, ids)]
+    return bool(np.array_equal(*said))
+
+
+def _row_meanings(a: dict, meanings: dict[tuple, int]) -> np.ndarray:
+    """Per outcome row, the id in ``meanings`` of (terminals, end state), extended states by their key."""
+    keys = LexingTransducer.extended_keys_from_arrays(unprefixed("lexer_", a))
+    num_dfa = a["lexer_delta"].shape[0]
+    term, nxt = a["outcome_term"].tolist(), a["outcome_next"].tolist()
+    rows: list[tuple] = []
+    for t, n in zip(term, nxt):  # rows link to earlier rows
+        rows.append(((), n if n < num_dfa else keys[n - num_dfa]) if t == END else ((t, *rows[n][0]), rows[n][1]))
+    return np.array([meanings.setdefault(r, len(meanings)) for r in rows] + [0], dtype=np.int64)  # (+1: never empty)
 
 
 def canonical_lalr(table: ParseTable) -> tuple:

@@ -7,36 +7,49 @@ block of its first terminal, offset by its outcome row; or the end state it stay
 Blocks are shared by every lexer state that enters the subtree alike, so a lexer state's view
 (:mod:`greatgramma.views`) is assembled from them cheaply.
 
-Compiling fills the blocks every DFA state enters; blocks of the indenter's column states are
-added on first use. Each block is a function of its key.
+Blocks are built when a lexer view first needs them (or, compiling eagerly, every block a DFA
+state enters; the indenter's column states' on first use even then). Each block is a function
+of its key.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import NamedTuple
-
 import numpy as np
 
 from .codes import DEAD, END, NO_TERM
 from .subtrees import SubtreeWalks, is_held
 
 
-class StatusLayout(NamedTuple):
-    """Where things are in the per-step status vector: for each first terminal f (NO_TERM, then
-    the terminals) a block of ``num_rows`` outcome rows (viable after feeding f); then one
-    always-false entry (``dead``); then one entry per lexer state from ``end_base`` (a token
-    that stays inside the current lexeme and ends there)."""
+@dataclass(frozen=True)
+class StatusLayout:
+    """Where things are in the per-step status vector. Entry 0 is always false (``dead``); the
+    entry of (first terminal f, outcome row r), viable after feeding f, is ``2 + 2 (r W + f -
+    NO_TERM)`` with W the number of first kinds (NO_TERM, then the terminals); that of lexer
+    state e (a token that stays inside the current lexeme and ends there) is ``2 e + 1``. Rows
+    and extended lexer states are added as they are met without moving any entry."""
 
-    num_rows: int
-    dead: int
-    end_base: int
+    width: int
+    dead = 0
 
     @classmethod
-    def of(cls, num_terminals: int, num_rows: int) -> StatusLayout:
-        dead = (num_terminals - NO_TERM) * num_rows
-        return cls(num_rows, dead, dead + 1)
+    def of(cls, num_terminals: int) -> StatusLayout:
+        return cls(num_terminals - NO_TERM)
+
+    def row_codes(self, first, row):
+        return 2 + 2 * (row * self.width + first - NO_TERM)
+
+    def end_codes(self, state):
+        return 2 * state + 1
+
+    def rows_of(self, first: int, num_rows: int) -> slice:
+        """The entries of rows 0..num_rows-1 after first terminal ``first``."""
+        return slice(2 + 2 * (first - NO_TERM), 2 + 2 * num_rows * self.width, 2 * self.width)
+
+    def size(self, num_rows: int, max_end: int) -> int:
+        """Entries of a status vector for these rows and end states up to ``max_end``."""
+        return max(2 + 2 * num_rows * self.width, 2 * max_end + 2)
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +73,10 @@ class BlockTable:
         self.subtrees, self._lexer, self.layout = subtrees, subtrees.lexer, layout
         self._blocks: dict[tuple, Block] = {}
         self._lock = threading.Lock()
+
+    def fill(self) -> None:
+        """Build the blocks every DFA state enters (eager preprocessing; otherwise each is built
+        when a lexer view first needs it)."""
         self.new_blocks(self._entered_subtrees())
         if self._lexer.columns is None:  # with an indenter they cost ~0.2 s up front: built on first use
             self.resolved_blocks(self._entered_held_blocks())
@@ -136,8 +153,8 @@ class BlockTable:
         """Status codes of walk results, and per segment the first terminals and end states among them."""
         is_end = first == END
         is_row = (first >= NO_TERM) & ~is_end  # not dead, not backing up, not held
-        as_row = (first - NO_TERM) * self.layout.num_rows + rest
-        code = np.where(is_row, as_row, np.where(is_end, self.layout.end_base + rest, self.layout.dead)).astype(np.int32)
+        lay = self.layout
+        code = np.where(is_row, lay.row_codes(first, rest), np.where(is_end, lay.end_codes(rest), lay.dead)).astype(np.int32)
         firsts: list[set[int]] = [set() for _ in range(nseg)]
         ends: list[set[int]] = [set() for _ in range(nseg)]
         ends_width = int(rest.max(initial=0, where=is_end)) + 1

@@ -70,7 +70,7 @@ def cmd_preprocess(args: argparse.Namespace) -> int:
     grammar, vocab = _grammar(args), _vocab(args)
     bar = _StageBar(not args.quiet)
     try:
-        compiled = compile(grammar, vocab, progress=bar)
+        compiled = compile(grammar, vocab, eager=not args.lazy, progress=bar)
     finally:
         bar.close()
     seconds = time.perf_counter() - t
@@ -99,6 +99,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     }
     # a loaded transducer walks subtrees on demand: the figure is the one preprocessing recorded
     summary["subtrees"] = f"{summary['subtrees']} (walked when preprocessed, as the file records)"
+    summary["suffix_rows"] = f"{summary['suffix_rows']} (computed when saved)"
     summary["vocab_fingerprint"] = compiled.vocab.fingerprint()[:16]
     summary["eos_token_ids"] = list(compiled.vocab.eos_token_ids)
     print(f"{args.artifact}:")
@@ -268,6 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("grammar", help="Lark grammar file (LALR(1), basic lexer)")
     _add_tokenizer_args(p)
     p.add_argument("-o", "--output", help="write the compiled artifact here")
+    p.add_argument(
+        "--lazy", action="store_true",
+        help="compile only the lexer and parse table (milliseconds to a second); the token tables are "
+        "then filled as decoding reaches them, as gg.compile does by default",
+    )
     p.add_argument("--start", help="start rule (default: start)")
     _add_indenter_arg(p)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -14,6 +14,7 @@ FALLBACK        -4     walk result from an extended state: the lexeme dies befor
 END_HELD        -5     subtree result: ends inside the lexeme, still holding the entry fallback
 END_LA          -6     base subtree result: ends inside the lexeme, holding a fallback inside the
                        string (resolved when the subtree is specialised)
+UNKNOWN         -7     suffix rows (``TokenTransducer.suffix``): not computed yet (filled on first use)
 ANY_COLUMN      -10    pseudo-terminal of the indenter: "a newline at some column" (lexer states
                        that can still end a newline at every column test it once)
 NEWLINE_SEEN    2**40  flag in the column of base walks: counted since a newline in the string
@@ -35,6 +36,7 @@ NO_TERM: Final = -3
 FALLBACK: Final = -4
 END_HELD: Final = -5
 END_LA: Final = -6
+UNKNOWN: Final = -7
 ANY_COLUMN: Final = -10
 NEWLINE_SEEN: Final = 1 << 40
 

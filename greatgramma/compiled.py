@@ -13,7 +13,7 @@ import numpy as np
 
 from . import artifact
 from .blocks import BlockTable, StatusLayout
-from .errors import ArtifactError, GrammarWarning, GreatGrammaError
+from .errors import ArtifactError, GrammarWarning, GreatGrammaError, ResourceLimitError
 from .grammar import Grammar
 from .lexer import LexerDFA
 from .lexing import LexingTransducer
@@ -33,8 +33,9 @@ _IDENTITIES = itertools.count(1)
 class CompiledGrammar:
     """Everything precomputed for one (grammar, vocabulary) pair. Share it between threads and maskers.
 
-    ``lexer`` runs the lexer DFA and owns its backing-up states; ``subtrees`` and ``blocks``
-    are filled lazily beyond what compiling walked (each entry a function of its key).
+    ``lexer`` runs the lexer DFA and owns its backing-up states; the token tables
+    (``transducer``'s suffix rows, ``subtrees``, ``blocks``, ``sequences``) are filled as
+    decoding reaches them, beyond what compiling filled (each entry a function of its key).
     """
 
     grammar: Grammar
@@ -69,7 +70,8 @@ class CompiledGrammar:
             "parser_states": self.parse_table.num_states,
             "vocab_size": self.vocab.vocab_size,
             "token_strings": len(self.trie),
-            "start_state_outcomes": len(self.transducer.outcomes),
+            "outcome_rows": len(self.transducer.outcomes),
+            "suffix_rows": f"{self.transducer.num_computed:,} of {len(self.transducer.suffix):,}",
             "subtrees": self.preprocessed_subtrees,
             "seconds": dict(self.timings),
         }
@@ -88,7 +90,6 @@ class CompiledGrammar:
             **artifact.prefixed("lexer_", self.lexer.dfa.to_arrays()),
             **artifact.prefixed("lexer_", self.lexer.to_arrays()),
             **artifact.prefixed("lalr_", self.parse_table.to_arrays()),
-            **artifact.prefixed("trie_", self.trie.to_arrays()),
             **outcomes,
         }
 
@@ -111,15 +112,27 @@ def compile(  # noqa: A001
     *,
     max_dfa_states: int = 50_000,
     max_token_table_entries: int = 20_000_000,
+    max_seconds: float | None = None,
+    eager: bool = False,
     progress: Callable[[str, float], None] | None = None,
 ) -> CompiledGrammar:
-    """Preprocess ``grammar`` for ``vocab`` (lexer DFA, LALR table, token trie, token-level
-    transducer, the subtree walks and per-byte blocks every DFA state enters).
+    """Preprocess ``grammar`` for ``vocab``: the LALR table, the lexer DFA, and the token trie
+    (built once per vocabulary and shared).
 
-    ``progress(stage, seconds)`` is called as each of :data:`STAGES` finishes.
+    The token-level tables (the suffix rows of the transducer, the subtree walks and the
+    per-byte blocks) are filled as decoding reaches the lexer states that need them, or all
+    here with ``eager=True`` (seconds for a big grammar: then no mask has to walk the trie).
+    The masks are the same either way. ``progress(stage, seconds)`` is called as each of
+    :data:`STAGES` finishes.
+
+    Budgets, each a :class:`ResourceLimitError` that names what ran over: ``max_dfa_states``
+    (lexer DFA states), ``max_token_table_entries`` (the token tables, were they all filled) and
+    ``max_seconds`` (checked between stages and while the lexer DFA is built; Lark's analysis
+    of the grammar, if not done yet, runs to its end first).
     """
     timings: dict[str, float] = {}
-    t = time.perf_counter()
+    t = start = time.perf_counter()
+    deadline = None if max_seconds is None else start + max_seconds
 
     def lap(name: str) -> None:
         nonlocal t
@@ -128,20 +141,30 @@ def compile(  # noqa: A001
         t = now
         if progress is not None:
             progress(name, timings[name])
+        if deadline is not None and now > deadline and name != STAGES[-1]:
+            raise ResourceLimitError(
+                f"compiling {grammar.source} took {now - start:.2f} s, over max_seconds={max_seconds} "
+                f"(stopped after the {name} stage); raise max_seconds"
+            )
 
     table = grammar.parse_table
     lap("lalr")
-    lexer = lexing_transducer(grammar, grammar.build_lexer(max_states=max_dfa_states))
+    lexer = lexing_transducer(grammar, grammar.build_lexer(max_states=max_dfa_states, deadline=deadline))
     lap("lexer")
     trie = trie_of(vocab)  # shared by the grammars compiled for this vocabulary
     lap("trie")
     transducer = TokenTransducer(lexer, trie)
+    if eager:
+        transducer.fill()
     lap("transducer")
     subtrees = SubtreeWalks(transducer)
-    walked = subtrees.walk_all(max_token_table_entries)
+    subtrees.walk_all(max_token_table_entries, walk=eager)  # (the size check, in either case)
     lap("subtrees")
     sequences, blocks = masking_tables(transducer, subtrees)
+    if eager:
+        blocks.fill()
     lap("blocks")
+    walked = subtrees.num_walked
     return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, subtrees, sequences, blocks, timings, walked)
 
 
@@ -153,9 +176,8 @@ def lexing_transducer(grammar: Grammar, dfa) -> LexingTransducer:
 
 def masking_tables(transducer: TokenTransducer, subtrees: SubtreeWalks) -> tuple[SequenceTrie, BlockTable]:
     """The outcome rows' sequence trie and the per-byte blocks (also built when an artifact is loaded)."""
-    sequences = SequenceTrie.of(transducer)
-    layout = StatusLayout.of(len(transducer.lexer.terminals), len(transducer.outcomes))
-    return sequences, BlockTable(subtrees, layout)
+    layout = StatusLayout.of(len(transducer.lexer.terminals))
+    return SequenceTrie(transducer), BlockTable(subtrees, layout)
 
 
 def load(
@@ -194,11 +216,10 @@ def _assemble(stored: artifact.Stored, grammar: Grammar) -> CompiledGrammar:
     with artifact.building("parse table"):
         table = ParseTable.from_arrays(artifact.unprefixed("lalr_", a), header["lalr"])
     with artifact.building("token trie and transducer"):
-        trie = TokenTrie.from_arrays(artifact.unprefixed("trie_", a))
-        transducer = TokenTransducer.from_arrays(lexer, trie, a)
+        transducer = TokenTransducer.from_arrays(lexer, stored.trie, a)
         subtrees = SubtreeWalks(transducer)
         sequences, blocks = masking_tables(transducer, subtrees)
-    parts = (grammar, stored.vocab, lexer, table, trie, transducer, subtrees, sequences, blocks)
+    parts = (grammar, stored.vocab, lexer, table, stored.trie, transducer, subtrees, sequences, blocks)
     return CompiledGrammar(*parts, header["timings"], header["preprocessed_subtrees"])
 
 
@@ -208,7 +229,7 @@ def _verify(stored: artifact.Stored, compiled: CompiledGrammar) -> None:
     try:
         with warnings.catch_warnings():  # the grammar's warnings were given when it was preprocessed
             warnings.simplefilter("ignore", GrammarWarning)
-            fresh = compile(compiled.grammar, compiled.vocab)
+            fresh = compile(compiled.grammar, compiled.vocab, eager=True)
     except GreatGrammaError as exc:
         raise ArtifactError(f"{str(p)!r} fails verification: its grammar does not compile here ({exc})") from None
     differ = artifact.differences(stored, fresh.to_arrays(), fresh.header_tables())

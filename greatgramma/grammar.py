@@ -141,7 +141,7 @@ class Grammar:
 
     # ------------------------------------------------------------------ checks
 
-    def build_lexer(self, *, max_states: int = 50_000) -> LexerDFA:
+    def build_lexer(self, *, max_states: int = 50_000, deadline: float | None = None) -> LexerDFA:
         """The lexer DFA of the terminals (``lexer.build_lexer``), with errors that name the file.
 
         Unsupported regex constructs, empty or impossible terminals and the DFA state limit are
@@ -149,7 +149,7 @@ class Grammar:
         Lark's ``__ANON_n``; then :meth:`check_lexer` refuses terminals that can never win.
         """
         try:
-            lexer = build_lexer(self.terminals, max_states=max_states, postlexer=self.indenter)
+            lexer = build_lexer(self.terminals, max_states=max_states, postlexer=self.indenter, deadline=deadline)
         except (GrammarError, ResourceLimitError) as exc:  # UnsupportedRegexError is a GrammarError
             located = diagnostics.locate_lexer_error(self._site, exc, self.terminals, self._parts.terminals)
             if located is exc:

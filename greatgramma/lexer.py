@@ -10,6 +10,7 @@ a lexeme can still die on valid UTF-8 before it can end again: there the lexing 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -475,16 +476,24 @@ def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int) -> np
         prod = new
 
 
-def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000, postlexer: Postlexer | None = None) -> LexerDFA:
+def build_lexer(
+    terminals: list[TerminalSpec],
+    *,
+    max_states: int = 50_000,
+    postlexer: Postlexer | None = None,
+    deadline: float | None = None,
+) -> LexerDFA:
     """Compile all terminals into one minimal byte DFA (ties broken as Lark's basic lexer breaks them).
 
     A ``postlexer`` may refine the DFA for what it needs to tell apart (the indenter splits the
     newline terminal by indentation column: :meth:`greatgramma.indenter.Indenter.refine_lexer`).
+    Past ``deadline`` (``time.perf_counter()``) it stops with a ResourceLimitError.
     """
     nfas = [compile_regex(t.name, t.pattern) for t in terminals]
     class_of_byte, parts = _byte_classes(nfas)
     per_term = []
     for t, nfa in zip(terminals, nfas):
+        _check_deadline(deadline, f"the DFA of terminal {t.display}")
         trans, accepting, before, nonempty = _terminal_dfa(nfa, parts, max_states, t.name)
         if accepting[0]:
             raise GrammarError(f"terminal {t.display} matches the empty string; give it at least one character")
@@ -504,6 +513,8 @@ def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000, post
     nclass = len(parts)
     i = 0
     while i < len(tuples):
+        if i % 256 == 0:
+            _check_deadline(deadline, f"the lexer DFA ({len(tuples)} states so far)")
         tup = tuples[i]
         winners = sorted((t for t, s in tup if per_term[t][1][s]), key=rank_of.__getitem__)
         accept.append(winners[0] if winners else DEAD)
@@ -539,3 +550,8 @@ def build_lexer(terminals: list[TerminalSpec], *, max_states: int = 50_000, post
     prod = _producible(delta, acc, len(terminals))
     delta = np.ascontiguousarray(delta)
     return LexerDFA(delta, acc, prod, terminals, acc_next, risky_states(delta, acc_next))
+
+
+def _check_deadline(deadline: float | None, building: str) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise ResourceLimitError(f"the compile time budget ran out while building {building}; raise max_seconds")

@@ -66,7 +66,7 @@ class Masker:
         self._masks = BoundedCache(4 * share, cache_size)  # (x, stack) -> words, without EOS
         self._by_status = BoundedCache(2 * share, cache_size)  # the same words, keyed by what decides them
         self._views = LexerViews(compiled.blocks, self._vocab.vocab_size, 4 * share, max(2, cache_size // 16))
-        self._rows = ViableRows(compiled.sequences, self._layout.num_rows, self.parser, split_depth, 6 * share, cache_size)
+        self._rows = ViableRows(compiled.sequences, self.parser, split_depth, 6 * share, cache_size)
         self._id = compiled.identity
 
     def caches(self) -> dict[str, BoundedCache]:
@@ -264,13 +264,12 @@ class Masker:
 
     def _words(self, status: tuple) -> np.ndarray:
         x, rows, ends, behind = status
-        view = self._views.view(x)
-        n, end_base = self._layout.num_rows, self._layout.end_base
-        flags = np.zeros(end_base + max((g[-1] for g in view.end_groups), default=-1) + 1, dtype=bool)
+        view, layout = self._views.view(x), self._layout
+        num_rows = max((len(ok) for _, ok in rows), default=0)  # at least the rows the view names
+        flags = np.zeros(max(view.limit, layout.size(num_rows, max((g[-1] for g in view.end_groups), default=0))), dtype=bool)
         for first, ok in rows:
-            k = first - NO_TERM
-            flags[k * n : (k + 1) * n] = np.frombuffer(ok, dtype=bool)
-        flags[[end_base + e for group, ok in zip(view.end_groups, ends) if ok for e in group]] = True
+            flags[layout.rows_of(first, len(ok))] = np.frombuffer(ok, dtype=bool)
+        flags[[layout.end_codes(e) for group, ok in zip(view.end_groups, ends) if ok for e in group]] = True
         words = pack(np.take(flags, view.code, mode="clip"))  # codes are in range: skip the checks
         if behind is not None:  # tokens that back up: they run from the relexed state
             inner = self._by_status.get(behind)

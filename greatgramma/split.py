@@ -37,8 +37,9 @@ class ViableRows:
     1/6, distinct rows 1/6 (``max_entries`` bounds their entries).
     """
 
-    def __init__(self, trie: SequenceTrie, num_rows: int, parser, split_depth: int, budget: int, max_entries: int):
-        self._trie, self._num_rows, self._split_depth = trie, num_rows, split_depth
+    def __init__(self, trie: SequenceTrie, parser, split_depth: int, budget: int, max_entries: int):
+        self._trie, self._split_depth = trie, split_depth
+        self._hung = trie.num_rows  # rows hung when the caches were last cleared
         self._parser = parser
         self._cut, self._recut, self._feed_on = parser.cut, parser.recut, parser.feed_on  # live stacks
         self._cut_known, self._join_known = parser.cut_known, parser.join_known  # known segments
@@ -55,11 +56,12 @@ class ViableRows:
     def _split(self, node: int, top: Known) -> Split:
         """Walk the outcome trie below ``node`` with only the top of the stack known (paper Alg. 5).
 
-        Cached per (node, top). Below a terminal the parser takes, the walk goes on from the
-        split of the child under the new top: after a shift the same few top states recur in
-        many contexts, so most subtrees are decided once, and each split is a few merges.
+        Cached per (node, top) while the subtree under the node stays as it is (its version).
+        Below a terminal the parser takes, the walk goes on from the split of the child under the
+        new top: after a shift the same few top states recur in many contexts, so most subtrees
+        are decided once, and each split is a few merges.
         """
-        key = (node, top)
+        key = (node, top, self._trie.version[node])
         got = self._splits.get(key)
         if got is not None:
             return got
@@ -114,18 +116,29 @@ class ViableRows:
 
     def of(self, stack) -> bytes:
         """bool[rows] as bytes: which outcome rows are viable from ``stack``. Many stacks give the
-        same rows; as bytes (hash cached) the rows can key the words they lead to."""
-        got = self._rows.get(stack)
+        same rows; as bytes (hash cached) the rows can key the words they lead to.
+
+        Covers the rows hung when it is called: call it after the lexer view that needs the
+        rows is built (building a view may intern rows). Answers cached before more rows were
+        hung are not used again."""
+        hung = self._trie.sync()
+        if hung != self._hung:  # the cached answers lack the new rows (stale splits go by version)
+            self._hung = hung
+            for cache in (self._rows, self._distinct_rows):
+                cache.clear()
+        key = (stack, hung)
+        got = self._rows.get(key)
         if got is not None:
             return got
         hits: list[np.ndarray] = []
         self._collect(0, *self._cut(stack, self._split_depth), hits)
-        ok = np.zeros(self._num_rows, dtype=bool)
+        ok = np.zeros(hung, dtype=bool)
         if hits:
-            ok[np.concatenate(hits)] = True
+            found = np.concatenate(hits)
+            ok[found[found < hung]] = True  # (rows hung meanwhile by another thread: not asked for)
         got = ok.tobytes()
         got = self._distinct_rows.put(got, got, len(got) + 96)
-        return self._rows.put(stack, got, len(got) + self._stack_bytes(stack))
+        return self._rows.put(key, got, len(got) + self._stack_bytes(stack))
 
     def _collect(self, node: int, below, known: Known, hits: list[np.ndarray]) -> None:
         """Rows below ``node`` viable from the live stack ``below`` + ``known`` (as ``cut`` gives

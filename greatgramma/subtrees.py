@@ -8,8 +8,8 @@ time. Results that depend on the entering state's fallback are *held* (``FALLBAC
 ``END_HELD``) and resolved per entering state (:meth:`SubtreeWalks.resolve`). With an indenter
 the walks run once on the DFA without the column counter and are specialised per column.
 
-The table is filled lazily (compiling walks every subtree a DFA state enters; column states'
-subtrees on first use); each entry is a function of its key.
+The table is filled on first use (compiling eagerly walks every subtree a DFA state enters;
+column states' subtrees on first use even then); each entry is a function of its key.
 """
 
 from __future__ import annotations
@@ -61,34 +61,36 @@ class SubtreeWalks:
     def __init__(self, transducer: TokenTransducer) -> None:
         self.transducer = transducer
         self.lexer, self.trie = transducer.lexer, transducer.trie
-        self.suffix, self.ignored = transducer.suffix, transducer.ignored
+        self.ignored = transducer.ignored
         self._subtrees: dict[tuple[int, int], Walk] = {}
         self._base_subtrees: dict[tuple[int, int], BaseWalk] = {}
         self._lock = threading.Lock()
 
-    def walk_all(self, max_entries: int = 20_000_000) -> int:
-        """Walk every (first byte, lexer state) subtree that any lexer state can enter (preprocessing).
+    def walk_all(self, max_entries: int = 20_000_000, *, walk: bool = True) -> int:
+        """Walk every (first byte, lexer state) subtree that any lexer state can enter (eager
+        preprocessing; ``walk=False`` only checks the size). Returns how many subtrees there are.
 
         Cheap because subtrees are shared between lexer states and walked in one batch; after it,
-        no mask has to walk the trie. Returns how many subtrees there are.
+        no mask has to walk the trie. Refuses tables over ``max_entries`` (ResourceLimitError).
         """
-        delta = self.lexer.delta
-        firsts = np.array([b for b, _, _ in self.trie.root_children], dtype=np.int64)
-        states = delta[1:, firsts] if len(firsts) else np.zeros((0, 0), dtype=delta.dtype)
-        found = np.unique(np.stack([np.broadcast_to(firsts, states.shape), states], axis=-1).reshape(-1, 2), axis=0)
-        pairs = [(int(b), int(s)) for b, s in found.tolist() if s != DEAD]
-        span = {b: hi - lo for b, lo, hi in self.trie.root_children}
-        cols = self.lexer.columns
+        roots, cols = self.trie.root_children, self.lexer.columns
+        firsts = np.array([b for b, _, _ in roots], dtype=np.int64)
+        states = self.lexer.delta[1:, firsts].astype(np.int64)
         if cols is not None:  # walked once per base state (then specialised per column on use)
-            pairs = sorted({(b, int(cols.state_base[s])) for b, s in pairs})
-        bound = sum(span[b] for b, _ in pairs)
+            states = np.where(states != DEAD, cols.state_base[states], DEAD)
+        entered = np.zeros((len(firsts), int(states.max(initial=0)) + 2), dtype=bool)  # [byte, state + 1]
+        entered[np.broadcast_to(np.arange(len(firsts)), states.shape), states + 1] = True
+        byte_at, state_at = np.nonzero(entered[:, 1:])
+        pairs = list(zip(firsts[byte_at].tolist(), state_at.tolist()))
+        bound = int(np.array([hi - lo for _, lo, hi in roots], dtype=np.int64)[byte_at].sum())
         if bound > max_entries:
             raise ResourceLimitError(
                 f"token-level tables would hold up to {bound:,} entries (limit {max_entries:,}); "
                 "simplify the terminals or raise max_token_table_entries"
             )
-        done = self._subtrees if cols is None else self._base_subtrees
-        self._fill_base_subtrees([p for p in pairs if p not in done])
+        if walk:
+            done = self._subtrees if cols is None else self._base_subtrees
+            self._fill_base_subtrees([p for p in pairs if p not in done])
         return len(pairs)
 
     @property
@@ -212,7 +214,7 @@ class SubtreeWalks:
         lexer = self.lexer
         before = np.asarray(before, dtype=np.int64)[part]
         back = held_death & (before != DEAD)  # back up to just before the string
-        rest0 = self.suffix[self.trie.offsets[strings[back]]]
+        rest0 = self.transducer.rows_at(self.trie.offsets[strings[back]])
         first[back] = np.where(self.ignored[before[back]], NO_TERM, before[back])
         rest[back] = rest0
         keep = np.ones(len(strings), dtype=bool)
@@ -254,7 +256,7 @@ def _walk_base(walker: SubtreeWalks, lo, hi, state, origin, la_off, la_term) -> 
     or where the string ends, and for strings that end holding a fallback inside themselves,
     that fallback's offset, terminal and column.
     """
-    trie, suffix, ignored = walker.trie, walker.suffix, walker.ignored
+    trie, rows_at, ignored = walker.trie, walker.transducer.rows_at, walker.ignored
     delta, accept_next, risky, tab = walker.base_dfa()
     track = walker.lexer.columns is not None
     lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
@@ -282,7 +284,7 @@ def _walk_base(walker: SubtreeWalks, lo, hi, state, origin, la_off, la_term) -> 
             s_ids, seg = _expand_ranges(c_lo[brk], c_hi[brk])
             bk = back[brk]
             first = np.where(bk, c_term[brk], here[brk])[seg]
-            rest = suffix[trie.offsets[s_ids] + np.where(bk, c_off[brk], d)[seg]]
+            rest = rows_at(trie.offsets[s_ids] + np.where(bk, c_off[brk], d)[seg])
             f_col = np.where(bk, c_lacol[brk], c_col[brk])[seg]
             ok = rest != DEAD
             first = np.where(ignored[first], NO_TERM, first)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import numpy as np
 
-from .codes import DEAD, END
+from .codes import DEAD, END, UNKNOWN
 from .lexing import LexingTransducer
 from .trie import TokenTrie
 
@@ -39,7 +39,7 @@ class Outcomes:
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self.term)
+        return len(self.next)  # appended after ``term``: rows below it are complete
 
     def intern_many(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
         """Row ids for pairs (terms[i], nexts[i]); a DEAD ``next`` (for non-END rows) gives DEAD."""
@@ -74,27 +74,31 @@ class Outcomes:
 
 
 class TokenTransducer:
-    """The suffix rows: the outcome of feeding ``string[j:]`` to the start state, for every token
-    string and offset j (shared by all lexer states), with the interned outcome rows they name.
+    """The suffix rows: the outcome of feeding ``string[j:]`` to the start state, for token string
+    positions j (shared by all lexer states), with the interned outcome rows they name.
 
-    Built by compiling; what a token does from a given lexer state before its first lexeme ends
-    is walked per trie subtree (:class:`greatgramma.subtrees.SubtreeWalks`).
+    Rows are computed on first use (:meth:`rows_at`), for the positions a request reaches, and
+    memoized: each entry is a function of its position. :meth:`fill` computes them all. What a
+    token does from a given lexer state before its first lexeme ends is walked per trie subtree
+    (:class:`greatgramma.subtrees.SubtreeWalks`). Thread-safe.
     """
 
     def __init__(self, lexer: LexingTransducer, trie: TokenTrie, saved: dict[str, np.ndarray] | None = None) -> None:
-        """Compute the suffix rows, or take them from ``saved`` (:meth:`from_arrays`)."""
+        """Start with no rows computed, or take them from ``saved`` (:meth:`from_arrays`)."""
         self.lexer = lexer
         self.trie = trie
         self.outcomes = Outcomes()
         self.ignored = np.array(lexer.ignored + [False], dtype=bool)  # index DEAD (-1): not ignored
+        self._lock = threading.Lock()
         if saved is None:
-            self.suffix = self._suffix_outcomes()
+            self.suffix = np.full(int(trie.offsets[-1]), UNKNOWN, dtype=np.int32)
         else:
-            self.suffix = saved["suffix"].astype(np.int64)
+            self.suffix = saved["suffix"].astype(np.int32)
             self.outcomes.term, self.outcomes.next = saved["outcome_term"].tolist(), saved["outcome_next"].tolist()
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """The suffix rows and the outcome rows (which may name extended lexer states: save those too)."""
+        """The suffix rows (UNKNOWN where not computed) and the outcome rows (which may name
+        extended lexer states: save those too)."""
         return {
             "suffix": self.suffix,
             "outcome_term": np.array(self.outcomes.term, dtype=np.int64),
@@ -106,6 +110,34 @@ class TokenTransducer:
         """Inverse of :meth:`to_arrays` (the lexer must have the extended states they name)."""
         return cls(lexer, trie, saved=arrays)
 
+    def rows_at(self, flat: np.ndarray) -> np.ndarray:
+        """The suffix rows at flat byte positions (``trie.offsets[s] + j``), as int64."""
+        got = self.suffix[flat]
+        missing = got == UNKNOWN
+        if missing.any():
+            with self._lock:
+                todo = self._distinct(flat[missing])
+                self._compute(todo[self.suffix[todo] == UNKNOWN])
+            got = self.suffix[flat]
+        return got.astype(np.int64)
+
+    def fill(self) -> None:
+        """Compute every suffix row (eager preprocessing)."""
+        with self._lock:
+            self._compute(np.flatnonzero(self.suffix == UNKNOWN))
+
+    @property
+    def num_computed(self) -> int:
+        return int(np.count_nonzero(self.suffix != UNKNOWN))
+
+    def _distinct(self, flat: np.ndarray) -> np.ndarray:
+        """The positions sorted, once each."""
+        if len(flat) * 64 < len(self.suffix):
+            return np.unique(flat)
+        mark = np.zeros(len(self.suffix), dtype=bool)
+        mark[flat] = True
+        return np.flatnonzero(mark)
+
     def _emit(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
         """Outcome of emitting ``terms[i]`` then continuing with outcome ``nexts[i]`` (ignored ones vanish)."""
         out = np.full(len(terms), DEAD, dtype=np.int64)
@@ -116,20 +148,49 @@ class TokenTransducer:
         out[keep] = self.outcomes.intern_many(terms[keep], nexts[keep])
         return out
 
-    def _suffix_outcomes(self) -> np.ndarray:
-        """Outcome of feeding string[j:] to the start state, for every (string, j), as a flat array."""
+    def _compute(self, todo: np.ndarray) -> None:
+        """Fill the suffix rows at positions ``todo`` (not yet computed) and at the positions their
+        first lexemes break at, recursively; then resolve them from the last byte position back."""
+        memo, offsets = self.suffix, self.trie.offsets
+        seen = np.zeros(len(memo), dtype=bool)
+        walked = []
+        while len(todo):
+            seen[todo] = True
+            term, nxt = self._first_lexemes(todo)
+            walked.append((todo, term, nxt))
+            cont = nxt[term >= 0]  # where the rest of the string starts after a break
+            todo = self._distinct(cont[(memo[cont] == UNKNOWN) & ~seen[cont]])
+        if not walked:
+            return
+        flat, term, nxt = (np.concatenate(x) for x in zip(*walked))
+        pos = flat - offsets[self.trie.position_string[flat]]
+        order = np.argsort((self.trie.matrix.shape[1] - pos).astype(np.int16), kind="stable")  # radix sort
+        counts = np.bincount(pos, minlength=self.trie.matrix.shape[1] + 1)[::-1]
+        for sel in np.split(order, np.cumsum(counts)[:-1]):  # continuations are further on: done before
+            if not len(sel):
+                continue
+            t, n, at = term[sel], nxt[sel], flat[sel]
+            is_end = t == END
+            memo[at[is_end]] = self.outcomes.intern_many(t[is_end], n[is_end])
+            brk = t >= 0
+            memo[at[brk]] = self._emit(t[brk], memo[n[brk]].astype(np.int64))
+            memo[at[t == DEAD]] = DEAD
+
+    def _first_lexemes(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """From the start state at each position: the break terminal and the position the rest
+        starts at (maximal munch, backing up to the last possible end), or END and the lexer
+        state the string ends in, or DEAD."""
         trie, lexer = self.trie, self.lexer
         delta, accept_next, risky = lexer.delta, lexer.accept_next, lexer.risky
         lengths, offsets, matrix = trie.lengths, trie.offsets, trie.matrix
-        total = int(offsets[-1])
-        res_term = np.full(total, DEAD, dtype=np.int64)  # break terminal, END, or DEAD
-        res_next = np.full(total, DEAD, dtype=np.int64)  # flat index to continue at, or end state
-        flat = np.arange(total, dtype=np.int64)
-        string = np.repeat(np.arange(len(trie), dtype=np.int64), lengths)
+        res_term = np.full(len(flat), DEAD, dtype=np.int64)  # break terminal, END, or DEAD
+        res_next = np.full(len(flat), DEAD, dtype=np.int64)  # flat position to continue at, or end state
+        string = trie.position_string[flat].astype(np.int64)
         pos = flat - offsets[string]
         state = delta[0, matrix[string, pos]].astype(np.int64)
         alive = state != DEAD
-        idx, string, pos, state = flat[alive], string[alive], pos[alive] + 1, state[alive]
+        idx = np.flatnonzero(alive)
+        string, pos, state = string[alive], pos[alive] + 1, state[alive]
         la_off = np.full(len(idx), -1, dtype=np.int64)  # last point the lexeme could end (-1: none)
         la_term = np.full(len(idx), DEAD, dtype=np.int64)
         while len(idx):
@@ -152,18 +213,7 @@ class TokenTransducer:
             la_off, la_term = np.where(ends, pos, la_off), np.where(ends, here, la_term)
             la_off = np.where(risky[nxt], la_off, -1)
             pos, state = pos + 1, nxt
-        # resolve the chains from the last byte position backwards
-        out = np.full(total, DEAD, dtype=np.int64)
-        pos_all = flat - np.repeat(offsets[:-1], lengths)
-        order = np.argsort(-pos_all, kind="stable")
-        counts = np.bincount(pos_all, minlength=1)[::-1]
-        for sel in np.split(order, np.cumsum(counts)[:-1]):
-            t, n = res_term[sel], res_next[sel]
-            is_end = t == END
-            out[sel[is_end]] = self.outcomes.intern_many(t[is_end], n[is_end])
-            brk = ~is_end & (t != DEAD)
-            out[sel[brk]] = self._emit(t[brk], out[n[brk]])
-        return out
+        return res_term, res_next
 
     def end_states(self, state: np.ndarray, term: np.ndarray, string: np.ndarray, off: np.ndarray) -> np.ndarray:
         """Lexer states of lexemes left unfinished in DFA ``state`` whose last possible end was

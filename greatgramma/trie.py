@@ -25,54 +25,34 @@ class TokenTrie:
 
     @classmethod
     def build(cls, token_bytes: list[bytes | None] | tuple[bytes | None, ...]) -> "TokenTrie":
-        ids = [t for t, b in enumerate(token_bytes) if b]
-        ids.sort(key=token_bytes.__getitem__)
-        ordered = [token_bytes[t] for t in ids]
-        first = np.array([True] + [a != b for a, b in zip(ordered[1:], ordered[:-1])], dtype=bool)[: len(ids)]
-        strings = tuple(b for b, f in zip(ordered, first.tolist()) if f)
+        ids = np.array([t for t, b in enumerate(token_bytes) if b], dtype=np.int64)
+        pieces = [token_bytes[t] for t in ids.tolist()]
+        size = np.fromiter(map(len, pieces), dtype=np.int32, count=len(pieces))
+        width = int(size.max()) if len(size) else 1
+        padded = np.zeros((len(pieces), width), dtype=np.uint8)  # every token's bytes, zero padded
+        padded[np.repeat(np.arange(len(pieces)), size), _positions(size)] = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        # bytes order: by the padded bytes, then the shorter first (padding is 0, like a byte 0)
+        order = np.lexsort((size, padded.view(np.dtype((np.void, width))).ravel()))
+        ids, padded, size = ids[order], padded[order], size[order]
+        first = np.ones(len(ids), dtype=bool)
+        first[1:] = (size[1:] != size[:-1]) | (padded[1:] != padded[:-1]).any(axis=1)
+        matrix, lengths = padded[first], size[first]
+        strings = tuple(pieces[i] for i in order[first].tolist())
         n = len(strings)
-        lengths = np.fromiter(map(len, strings), dtype=np.int32, count=n)
-        width = int(lengths.max()) if n else 1
-        flat = np.frombuffer(b"".join(strings), dtype=np.uint8)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        matrix = np.zeros((n, width), dtype=np.uint8)
-        rows = np.repeat(np.arange(n), lengths)
-        cols = np.arange(len(flat)) - np.repeat(offsets[:-1], lengths)
-        matrix[rows, cols] = flat
-        # longest common prefix with the previous string
-        lcp = np.zeros(n, dtype=np.int32)
-        if n > 1:
-            minlen = np.minimum(lengths[1:], lengths[:-1])
-            differ = (matrix[1:] != matrix[:-1]) | (np.arange(width)[None, :] >= minlen[:, None])
-            lcp[1:] = np.argmax(differ, axis=1)
-            lcp[1:] = np.where(differ.any(axis=1), lcp[1:], minlen)
+        lcp = _common_prefixes(matrix, lengths)
         levels = tuple(np.nonzero((lcp < d) & (lengths >= d))[0].astype(np.int64) for d in range(1, width + 1))
         ptr = np.append(np.nonzero(first)[0], len(ids)).astype(np.int64)
-        return cls(strings, matrix, lengths, offsets, levels, ptr, np.array(ids, dtype=np.int64))
+        return cls(strings, matrix, lengths, offsets, levels, ptr, ids)
 
     def __len__(self) -> int:
         return len(self.strings)
 
-    def to_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays of the trie (``strings`` are the rows of ``matrix``; levels are flattened)."""
-        levels = self.level_starts
-        return {
-            "matrix": self.matrix,
-            "lengths": self.lengths,
-            "offsets": self.offsets,
-            "levels": np.concatenate(levels) if levels else np.zeros(0, np.int64),
-            "level_sizes": np.array([len(x) for x in levels], dtype=np.int64),
-            "token_ptr": self.token_of_string_ptr,
-            "tokens": self.token_of_string,
-        }
-
-    @classmethod
-    def from_arrays(cls, a: dict[str, np.ndarray]) -> TokenTrie:
-        """Inverse of :meth:`to_arrays`."""
-        strings = tuple(a["matrix"][i, :k].tobytes() for i, k in enumerate(a["lengths"].tolist()))
-        levels = tuple(np.split(a["levels"], np.cumsum(a["level_sizes"])[:-1]))
-        return cls(strings, a["matrix"], a["lengths"], a["offsets"], levels, a["token_ptr"], a["tokens"])
+    @cached_property
+    def position_string(self) -> np.ndarray:
+        """int32 per flat byte position (``offsets[s] + j``): the string s it belongs to (derived, computed once)."""
+        return np.repeat(np.arange(len(self), dtype=np.int32), self.lengths)
 
     @cached_property
     def root_children(self) -> list[tuple[int, int, int]]:
@@ -96,3 +76,22 @@ def trie_of(vocab: Any) -> TokenTrie:
         with _TRIES_LOCK:
             got = _TRIES.setdefault(vocab, got)
     return got
+
+
+def _common_prefixes(matrix: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Per string, the length of its longest common prefix with the previous one (0 for the first)."""
+    lcp = np.zeros(len(lengths), dtype=np.int32)
+    same = np.arange(1, len(lengths))  # strings that agree with the previous one so far
+    minlen = np.minimum(lengths[1:], lengths[:-1])
+    for d in range(matrix.shape[1]):
+        same = same[(minlen[same - 1] > d) & (matrix[same, d] == matrix[same - 1, d])]
+        if not len(same):
+            break
+        lcp[same] += 1
+    return lcp
+
+
+def _positions(lengths: np.ndarray) -> np.ndarray:
+    """0..k-1 for each length k, concatenated."""
+    ends = np.cumsum(lengths, dtype=np.int64)
+    return np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - lengths, lengths)

@@ -26,6 +26,7 @@ class LexerView:
     end_groups: tuple[tuple[int, ...], ...]  # lexer states of tokens that stay inside the current
     # lexeme (ascending), grouped by what decides whether they can go on
     fallback: np.ndarray | None  # packed words: tokens that back up to the state's fallback
+    limit: int  # 1 + the largest code (a status vector has at least these entries)
 
 
 class LexerViews:
@@ -36,17 +37,29 @@ class LexerViews:
         self._lexer, trie = blocks.subtrees.lexer, blocks.subtrees.trie
         self._string_of_token = np.full(vocab_size, len(trie), dtype=np.int64)  # len(trie): no string
         self._string_of_token[trie.token_of_string] = np.repeat(np.arange(len(trie)), np.diff(trie.token_of_string_ptr))
-        first_byte = trie.matrix[:, 0]  # strings are sorted, so each first byte is one range of them
-        self._byte_counts = np.bincount(first_byte, minlength=256)
-        self._rest0 = self._subtrees.suffix[trie.offsets[:-1]].astype(np.int32)
-        self._rest0_dead = np.nonzero(self._rest0 == DEAD)[0]
+        self._first_byte = trie.matrix[:, 0]  # strings are sorted, so each first byte is one range of them
+        self._byte_counts = np.bincount(self._first_byte, minlength=256)
+        # the suffix rows at offset 0 (what each string does from the start state), filled per first byte
+        self._rest0 = np.full(len(trie), DEAD, dtype=np.int64)
+        self._rest0_known = np.zeros(256, dtype=bool)
         self._byte_has_rest0 = np.zeros(256, dtype=bool)  # some string starting with the byte is alive from start
-        self._byte_has_rest0[first_byte[self._rest0 != DEAD]] = True
         self._ignored_arr = self._subtrees.ignored  # index DEAD (-1): not ignored
         self._views = BoundedCache(budget, max_entries)
 
     def caches(self) -> dict[str, BoundedCache]:
         return {"views": self._views}
+
+    def _rows_from_start(self, first_bytes: np.ndarray) -> np.ndarray:
+        """The suffix rows at offset 0, known at least for the strings that start with the bytes
+        marked in ``first_bytes`` (bool[256])."""
+        todo = first_bytes & ~self._rest0_known
+        if todo.any():
+            strings = np.flatnonzero(todo[self._first_byte])
+            rows = self._subtrees.transducer.rows_at(self._subtrees.trie.offsets[strings])
+            self._rest0[strings] = rows
+            self._byte_has_rest0[self._first_byte[strings[rows != DEAD]]] = True
+            self._rest0_known |= todo
+        return self._rest0
 
     def view(self, x: int) -> LexerView:
         """Assembled from per-first-byte blocks shared between lexer states (cheap on first use)."""
@@ -54,7 +67,7 @@ class LexerViews:
         if got is not None:
             return got
         td, lexer, blocks, layout = self._subtrees, self._lexer, self._blocks, self._blocks.layout
-        n, rest0, counts = layout.num_rows, self._rest0, self._byte_counts
+        counts = self._byte_counts
         q = lexer.base(x)
         delta, accept_next = lexer.delta[q], lexer.accept_next[q]
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
@@ -63,11 +76,10 @@ class LexerViews:
         else:  # strings whose first byte ends the lexeme: then they run from the start state
             restart = (delta == DEAD) & (accept_next != DEAD)
             first_of_byte = np.where(self._ignored_arr[accept_next], NO_TERM, accept_next).astype(np.int64)
-        by_string = np.empty(len(rest0) + 1, dtype=np.int32)
-        by_string[:-1] = np.repeat(np.where(restart, (first_of_byte - NO_TERM) * n, layout.dead), counts)
-        np.add(by_string[:-1], rest0, out=by_string[:-1], where=np.repeat(restart, counts))
-        by_string[self._rest0_dead] = layout.dead  # overwritten below where the byte continues the lexeme
-        by_string[-1] = layout.dead
+        rest0 = self._rows_from_start(restart)
+        by_string = np.full(len(rest0) + 1, layout.dead, dtype=np.int32)
+        runs = np.repeat(restart, counts) & (rest0 != DEAD)  # overwritten below where the byte continues the lexeme
+        by_string[:-1][runs] = layout.row_codes(np.repeat(first_of_byte, counts)[runs], rest0[runs])
         firsts = set(first_of_byte[restart & self._byte_has_rest0].tolist())
         ends: set[int] = set()
         fallback = np.zeros(len(rest0) + 1, dtype=bool)
@@ -100,11 +112,13 @@ class LexerViews:
         groups: dict[tuple, list[int]] = {}
         for e in sorted(ends):
             groups.setdefault(lexer.end_key(e), []).append(e)
+        code = np.take(by_string, tokens)
         got = LexerView(
-            np.take(by_string, tokens),
+            code,
             tuple(sorted(firsts)),
             tuple(tuple(g) for g in groups.values()),
             pack(np.take(fallback, tokens)) if fallback.any() else None,
+            int(code.max(initial=0)) + 1,
         )
         nbytes = got.code.nbytes + (0 if got.fallback is None else got.fallback.nbytes) + 512
         return self._views.put(x, got, nbytes)

@@ -48,11 +48,11 @@ def grammar_text(name: str) -> str:
     return grammar_path(name).read_text(encoding="utf-8")
 
 
-def compile_shipped(name: str, vocab: gg.Vocabulary) -> gg.CompiledGrammar:
+def compile_shipped(name: str, vocab: gg.Vocabulary, **options) -> gg.CompiledGrammar:
     """A benchmark grammar (grammars/bench/) compiled as the engine takes it: python.lark with
     ``gg.Indenter.python()``."""
     indenter = gg.Indenter.python() if name == "python" else None
-    return gg.compile(gg.Grammar.from_file(BENCH / f"{name}.lark", indenter=indenter), vocab)
+    return gg.compile(gg.Grammar.from_file(BENCH / f"{name}.lark", indenter=indenter), vocab, **options)
 
 
 def tokenizer_dir(name: str) -> Path:

@@ -1,7 +1,9 @@
-"""Artifacts of every shipped grammar x real tokenizer: save -> load masks exactly like the compiled grammar.
+"""Artifacts of every shipped grammar x real tokenizer: save -> load masks exactly like the compiled
+grammar, and a lazily compiled grammar masks exactly like an eagerly compiled one.
 
 For each cell the benchmark programs and seeded random walks are walked by a Masker of the
-in-memory compiled grammar and one of the loaded artifact together; masks (np.array_equal) and
+grammar compiled lazily (its token tables filled as the walks reach them) and one of the
+artifact of the eagerly compiled grammar, loaded, together; masks (np.array_equal) and
 is_complete must agree at every step. Go and Python lexers make extended (backing-up) states
 while compiling, which the saved outcome rows name: the case issue 11 item 1 found broken.
 
@@ -93,12 +95,13 @@ def test_loaded_artifact_masks_like_the_compiled_grammar(
     grammar: str, tokenizer: str, tmp_path: Path, vocabularies, hf_tokenizers, bench_programs
 ) -> None:
     paths = bench_programs(grammar)
-    compiled = compile_shipped(grammar, vocabularies(tokenizer))
+    compiled = compile_shipped(grammar, vocabularies(tokenizer))  # lazy
+    eager = compile_shipped(grammar, vocabularies(tokenizer), eager=True)
     path = tmp_path / f"{grammar}-{tokenizer}.gg"
-    compiled.save(path)
+    eager.save(path)
     loaded = gg.load(path)
-    assert loaded.summary() == compiled.summary()
-    assert loaded.lexer.extended_keys() == compiled.lexer.extended_keys()
+    assert loaded.summary() == eager.summary()
+    assert loaded.lexer.extended_keys() == eager.lexer.extended_keys()
     live, cold = gg.Masker(compiled), gg.Masker(loaded)
     programs = program_tokens(paths, hf_tokenizers(tokenizer), compiled.vocab)
     for name, tokens in programs.items():
@@ -108,9 +111,9 @@ def test_loaded_artifact_masks_like_the_compiled_grammar(
         random_walk(live, cold, f"{grammar} x {tokenizer}, random walk {i}", rng, set(compiled.vocab.eos_token_ids))
     if tokenizer != "llama2":
         return
-    # saved again after use: lexer states met while masking come after the compiled ones
+    # the lazy grammar saved after use (the tables its walks filled) and loaded again
     used = tmp_path / "used.gg"
     compiled.save(used)
-    again = gg.Masker(gg.load(used))
+    again = gg.Masker(gg.load(used, verify=True))
     name, tokens = next(iter(programs.items()))
     walk_program(gg.Masker(compiled), again, f"{grammar} x {tokenizer}, {name} (saved after use)", tokens)

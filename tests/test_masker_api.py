@@ -116,6 +116,16 @@ def test_token_table_limit_is_a_clear_error(calc_vocab) -> None:
         gg.compile(gg.Grammar(CALC), calc_vocab, max_token_table_entries=3)
 
 
+def test_compile_time_budget_is_a_clear_error(calc_vocab) -> None:
+    grammar = gg.Grammar(CALC)
+    with pytest.raises(gg.ResourceLimitError, match=r"took .* over max_seconds=0.0 \(stopped after the lalr stage\)"):
+        gg.compile(grammar, calc_vocab, max_seconds=0.0)
+    # inside the lexer DFA's construction (a deadline already past)
+    with pytest.raises(gg.ResourceLimitError, match="budget ran out while building the DFA of terminal"):
+        grammar.build_lexer(deadline=0.0)
+    assert gg.compile(grammar, calc_vocab, max_seconds=60.0).lexer.num_states > 1  # within budget: compiles
+
+
 def test_state_of_a_freed_grammar_is_refused_by_a_new_one(calc_vocab) -> None:
     """Regression: states carried id(compiled), which CPython reuses once the grammar is freed."""
     import gc

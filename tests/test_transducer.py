@@ -28,20 +28,22 @@ def decoded(views: LexerViews, compiled, x: int, token: int):
     code = int(view.code[token])
     if code == layout.dead:
         return None
-    if code >= layout.end_base:
-        return (), code - layout.end_base
-    first = code // layout.num_rows + NO_TERM
-    terms, end = outcomes.unpack(code % layout.num_rows)
+    if code % 2:
+        return (), (code - 1) // 2
+    row, first = divmod((code - 2) // 2, layout.width)
+    first += NO_TERM
+    terms, end = outcomes.unpack(row)
     return ((first,) if first != NO_TERM else ()) + terms, end
 
 
+@pytest.mark.parametrize("eager", [False, True], ids=["lazy", "eager"])
 @pytest.mark.parametrize("name", ["json", "go", "java"])
-def test_views_match_byte_by_byte_lexing(name: str) -> None:
+def test_views_match_byte_by_byte_lexing(name: str, eager: bool) -> None:
     grammar = gg.Grammar.from_file(BENCH / f"{name}.lark")
     rng = random.Random(name)
     tokens = sorted({b"".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 6))) for _ in range(500)})
     vocab = gg.Vocabulary([None, *tokens], eos_token_ids=[0])
-    compiled = gg.compile(grammar, vocab)
+    compiled = gg.compile(grammar, vocab, eager=eager)
     lexer = compiled.lexer
     views = LexerViews(compiled.blocks, vocab.vocab_size, 64 << 20, 1 << 20)
     states = rng.sample(range(lexer.num_states), min(lexer.num_states, 120)) + [0]

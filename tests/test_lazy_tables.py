@@ -1,0 +1,48 @@
+"""Token tables filled on first use (``gg.compile``'s default) by threads sharing one compiled
+grammar give the masks of the eagerly compiled grammar, bit for bit."""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from helpers import compile_shipped
+
+import greatgramma as gg
+from greatgramma.tokenize import encode_exact
+
+pytestmark = pytest.mark.real_tokenizers
+
+
+def masks_along(masker: gg.Masker, tokens: list[int]) -> list[np.ndarray]:
+    state, out = masker.initial_state(), []
+    for tok in tokens:
+        out.append(masker.mask(state))
+        state = masker.advance(state, tok)
+    out.append(masker.mask(state))
+    return out
+
+
+@pytest.mark.parametrize("grammar", ["json", "go", "python"])
+def test_threads_filling_one_lazy_grammar_get_the_eager_masks(grammar, vocabularies, hf_tokenizers, bench_programs) -> None:
+    vocab = vocabularies("llama2")
+    hf = hf_tokenizers("llama2")
+    walks = [encode_exact(hf, p.read_text(encoding="utf-8"), vocab.token_bytes)[:400] for p in bench_programs(grammar)]
+    lazy = compile_shipped(grammar, vocab)
+    assert lazy.transducer.num_computed == 0 and lazy.subtrees.num_walked == 0  # nothing filled yet
+    shared, own = gg.Masker(lazy), [gg.Masker(lazy) for _ in walks]
+    jobs = [(shared, w) for w in walks] + list(zip(own, walks))  # one masker per thread, and one for all
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: interleave the fills
+    try:
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            got = list(pool.map(lambda job: masks_along(*job), jobs))
+    finally:
+        sys.setswitchinterval(interval)
+    eager = gg.Masker(compile_shipped(grammar, vocab, eager=True))
+    for (_, walk), masks in zip(jobs, got):
+        for step, (a, b) in enumerate(zip(masks, masks_along(eager, walk))):
+            assert np.array_equal(a, b), f"{grammar}: step {step}: lazy and eager masks differ"
+    assert 0 < lazy.transducer.num_computed < len(lazy.transducer.suffix)  # filled, but only in part
