@@ -6,7 +6,8 @@ vocabulary), then every test instance, serialized as MaskBench serializes it (pr
 two spaces, integral floats as integers), walked token by token with every mask timed (TBM).
 Each schema is counted once: passing, compile error (an honest refusal), validation error (a
 valid instance refused), invalidation error (an invalid instance accepted) or crash.
-llguidance and XGrammar run beside it, on the same files and tokenizer, when they are installed.
+Whether llguidance and XGrammar are importable is recorded; running them on the same files is
+not written yet (eval/peers/ has how they were run for the grammar benchmark).
 
 The data is not in the repository (it has no license): get ``maskbench/data`` from
 https://github.com/guidance-ai/jsonschemabench and pass its folder.
@@ -94,7 +95,7 @@ def peers(tokenizer_path: Path) -> dict:
     for name in ("llguidance", "xgrammar"):
         try:
             __import__(name)
-            found[name] = None
+            found[name] = "importable, but this script does not run peers yet"
         except ImportError:
             found[name] = f"{name} is not installed in this Python (pip install {name})"
     return found
@@ -160,13 +161,46 @@ def summarize(records: list[dict]) -> dict:
     }
 
 
+TARGETS = [  # (what, test on the summary, cause when missed)
+    ("invalidation errors 0", lambda s: s["invalidation_error"] == 0),
+    ("crashes 0", lambda s: s["crash"] == 0),
+    ("validation errors <= 0.2% of schemas", lambda s: s["validation_error"] <= 0.002 * s["schemas"]),
+    ("TTFM p50 <= 20 ms", lambda s: (s["ttfm_ms"]["p50"] or 0) <= 20),
+    ("TTFM p99 <= 1 s", lambda s: (s["ttfm_ms"]["p99"] or 0) <= 1000),
+    ("TBM mean <= 0.1 ms", lambda s: (s["tbm_ms"]["mean"] or 0) <= 0.1),
+    ("TBM p99 <= 1 ms", lambda s: (s["tbm_ms"]["p99"] or 0) <= 1),
+]
+
+
+def report(result: dict) -> str:
+    """A short Markdown summary: the counts, the percentiles, each target MET or MISS."""
+    s = result["greatgramma"]["summary"]
+    lines = [f"# MaskBench, {result['date']}: {s['schemas']} schemas (--limit {result['limit']}), tokenizer {result['tokenizer']}", "",
+             "| outcome | schemas |", "|---|---|"]
+    lines += [f"| {o.replace('_', ' ')} | {s[o]} |" for o in OUTCOMES]
+    lines += ["", f"TTFM ms: p50 {s['ttfm_ms']['p50']}, p75 {s['ttfm_ms']['p75']}, p99 {s['ttfm_ms']['p99']} ({s['ttfm_ms']['n']} schemas compiled)",
+              f"TBM ms: mean {s['tbm_ms']['mean']}, p50 {s['tbm_ms']['p50']}, p99 {s['tbm_ms']['p99']} ({s['tbm_ms']['n']} masks)", "",
+              "| target | |", "|---|---|"]
+    lines += [f"| {what} | {'met' if ok(s) else 'MISS'} |" for what, ok in TARGETS]
+    for name, peer in result["peers"].items():
+        lines.append(f"\n{name}: not run ({peer['not_run']})")
+    errors = [r for r in result["greatgramma"]["schemas"] if r["outcome"] not in ("passing",)]
+    lines += ["", "## Every schema not passing", "", "| file | outcome | why |", "|---|---|---|"]
+    lines += [f"| {r['file']} | {r['outcome']} | {r.get('error', '').splitlines()[0][:160].replace('|', '/')} |" for r in errors]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", type=Path, help="MaskBench's data folder (one JSON file per schema)")
     ap.add_argument("--limit", type=int, default=None, help="this many schemas, spread over the sorted files")
     ap.add_argument("--tokenizer", default="llama3")
     ap.add_argument("--update-results", action="store_true", help="write eval/maskbench-<date>.json/.md (else eval/out/)")
+    ap.add_argument("--report", type=Path, help="only write the Markdown summary of this result file (beside it)")
     args = ap.parse_args(argv)
+    if args.report:
+        args.report.with_suffix(".md").write_text(report(json.loads(args.report.read_text(encoding="utf-8"))), encoding="utf-8")
+        return 0
     if not args.data.is_dir():
         print(f"maskbench: {args.data} is not a folder; get maskbench/data from "
               "https://github.com/guidance-ai/jsonschemabench", file=sys.stderr)
@@ -197,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     dest.mkdir(parents=True, exist_ok=True)
     out = dest / f"maskbench-{result['date']}.json"
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    out.with_suffix(".md").write_text(report(result), encoding="utf-8")
     print(json.dumps(result["greatgramma"]["summary"], indent=1))
     print(f"wrote {out}", file=sys.stderr)
     return 0
