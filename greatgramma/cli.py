@@ -246,6 +246,26 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_schema2lark(args: argparse.Namespace) -> int:
+    """Print the Lark grammar of a JSON Schema file (checked as ``Grammar.from_json_schema`` checks it)."""
+    whitespace = args.whitespace if args.whitespace in ("json", "compact") else int(args.whitespace)
+    text = _read_utf8(args.schema)
+    try:
+        grammar = Grammar.from_json_schema(
+            text, whitespace=whitespace, additional_properties=not args.no_additional_properties, max_repeat=args.max_repeat
+        )
+    except GreatGrammaError as exc:
+        raise GreatGrammaError(f"{args.schema}: {exc}") from None
+    sys.stdout.write(grammar.text)
+    return 0
+
+
+def _whitespace(value: str) -> str:
+    if value in ("json", "compact") or value.isdigit():
+        return value
+    raise argparse.ArgumentTypeError('expected "json", "compact" or a number of characters')
+
+
 def _add_tokenizer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", required=True, help="tokenizer.json(.gz) file, a directory holding one, or a hub id")
     p.add_argument("--eos", type=int, nargs="+", metavar="ID", help="EOS token ids (default: from tokenizer_config.json)")
@@ -303,6 +323,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start", help="start rule (default: start)")
     _add_indenter_arg(p)
     p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("schema2lark", help="print the Lark grammar generated for a JSON Schema")
+    p.add_argument("schema", help="JSON Schema file")
+    p.add_argument("--whitespace", type=_whitespace, default="json",
+                   help='"json" (any, RFC 8259; default), "compact" (none) or N (runs of at most N characters)')
+    p.add_argument("--no-additional-properties", action="store_true",
+                   help="forbid members a schema does not name where it does not say (the standard allows them)")
+    p.add_argument("--max-repeat", type=int, default=128, help="bound on unrolled lengths and item counts (default 128)")
+    p.set_defaults(func=cmd_schema2lark)
     return parser
 
 

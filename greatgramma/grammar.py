@@ -91,6 +91,46 @@ class Grammar:
             ) from None
         return cls(text, source=str(p), **kwargs)
 
+    @classmethod
+    def from_json_schema(
+        cls, schema: dict | bool | str, *, whitespace: str | int = "json", additional_properties: bool = True,
+        max_repeat: int = 128,
+    ) -> Grammar:
+        """The schema's valid instances in the canonical form (:mod:`greatgramma.frontends.json_schema`).
+
+        ``whitespace``: ``"json"`` (any, as RFC 8259), ``"compact"`` (none) or an int bounding each
+        run; ``additional_properties=False`` forbids members the schema does not name where it
+        says nothing; ``max_repeat`` bounds how far lengths and item counts are unrolled. Checked
+        with ``strict=True``: a conflict Lark would resolve silently is refused instead.
+        """
+        from .frontends import json_schema_to_lark
+
+        text = json_schema_to_lark(
+            schema, whitespace=whitespace, additional_properties=additional_properties, max_repeat=max_repeat
+        )
+        return cls(text, source="<json schema>", strict=True)
+
+    @classmethod
+    def from_regex(cls, pattern: str) -> Grammar:
+        """The strings ``re.fullmatch(pattern, s)`` accepts (a REGEX request)."""
+        from .frontends import regex_to_lark
+
+        return cls(regex_to_lark(pattern), source="<regex>", strict=True)
+
+    @classmethod
+    def from_choices(cls, choices) -> Grammar:
+        """Exactly the given strings (a CHOICE request)."""
+        from .frontends import choices_to_lark
+
+        return cls(choices_to_lark(choices), source="<choices>", strict=True)
+
+    @classmethod
+    def any_json(cls, *, whitespace: str | int = "json", object_only: bool = True) -> Grammar:
+        """Any JSON object (a JSON_OBJECT request), or any JSON value with ``object_only=False``."""
+        from .frontends import any_json_lark
+
+        return cls(any_json_lark(whitespace=whitespace, object_only=object_only), source="<json>", strict=True)
+
     @cached_property
     def lark(self) -> lark_adapter.Lark:
         """The grammar compiled by Lark with the LALR parser and basic lexer (the reference semantics)."""

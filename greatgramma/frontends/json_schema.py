@@ -1,0 +1,519 @@
+"""JSON Schema -> a Lark grammar (LALR(1), basic lexer) whose sentences are the schema's valid
+instances in the canonical form.
+
+The canonical form (what every engine generates, and what MaskBench serializes):
+
+* object members in the order of ``properties`` (each optional one may be left out), then the
+  members the schema does not name (when additional properties are allowed), in any order;
+* strings that the schema fixes (property names, ``enum``/``const``) in any JSON spelling;
+  numbers that it fixes (``enum``/``const``) as ``json.dumps`` writes them; integers without a
+  fraction or exponent (``1``, not ``1.0``);
+* whitespace as the ``whitespace`` option says: ``"json"`` (RFC 8259: any run anywhere between
+  tokens), ``"compact"`` (none) or an int ``k`` (runs of at most ``k`` between two tokens, none
+  before or after the document).
+
+What cannot be made exact is refused with :class:`SchemaError`, naming the keyword and its JSON
+pointer; keywords this module does not know are annotations and are ignored, as validators do.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import unquote
+
+from . import ecma_regex as rx
+from .formats import format_node
+from .terminals import SchemaError, Terminals
+
+ANNOTATIONS = {"title", "description", "examples", "default", "$comment", "$schema", "$id", "id", "deprecated",
+               "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "$anchor", "definitions", "$defs"}
+REFUSED = {"not", "if", "then", "else", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas",
+           "contains", "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+           "$recursiveRef", "patternProperties"}
+# Keywords that constrain instances and that this module reads (the others in REFUSED are refused).
+ASSERTIONS = {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
+              "additionalItems", "minItems", "maxItems", "uniqueItems", "pattern", "minLength", "maxLength", "format",
+              "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minProperties",
+              "maxProperties", "anyOf", "oneOf", "allOf", "$ref"}
+TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
+OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
+MAX_REPEAT = 128
+_ANY: dict = {}  # every schema that allows anything shares one rule
+
+
+def json_schema_to_lark(
+    schema: dict | bool | str, *, whitespace: str | int = "json", additional_properties: bool = True, max_repeat: int = MAX_REPEAT
+) -> str:
+    """The Lark grammar text of ``schema`` (a dict, a bool or JSON text); see the module docstring."""
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as exc:
+            raise SchemaError("#", "", f"not JSON text ({exc})") from None
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError("#", "", f"a schema is an object or a boolean, not {type(schema).__name__}")
+    if whitespace not in ("json", "compact") and not (isinstance(whitespace, int) and whitespace >= 0):
+        raise ValueError(f'whitespace must be "json", "compact" or a non-negative int, not {whitespace!r}')
+    return _Walker(schema, whitespace, additional_properties, max_repeat).grammar()
+
+
+class _Walker:
+    def __init__(self, root, whitespace, additional_properties: bool, max_repeat: int):
+        self.root = root
+        self.terms = Terminals(whitespace=whitespace)
+        self.allow_additional = additional_properties
+        self.max_repeat = max_repeat
+        self.rules: list[str] = []
+        self.memo: dict[int, str] = {}
+        self.keep: list = []  # schemas whose id() keys self.memo
+        self.depth = 0
+        draft = root.get("$schema", "") if isinstance(root, dict) else ""
+        self.ref_siblings_ignored = any(d in str(draft) for d in OLD_DRAFTS)
+
+    def grammar(self) -> str:
+        start = self.value(self.root, "#")
+        rules, terms = self.terms.finish()
+        return "\n".join([f"start: {start}", *filter(None, self.rules), *rules, *terms]) + "\n"
+
+    def rule(self, alts: list[str]) -> str:
+        name = f"r{len(self.rules)}"
+        self.rules.append(f"{name}: " + " | ".join(alts))
+        return name
+
+    # -------------------------------------------------------------- schemas
+
+    def value(self, schema, ptr: str) -> str:
+        """The rule for the instances of ``schema`` (memoized per schema object: recursion works)."""
+        if schema is True or schema == {}:
+            schema = _ANY
+        key = id(schema)
+        if key in self.memo:
+            return self.memo[key]
+        name = f"r{len(self.rules)}"
+        self.rules.append(None)  # reserved: a recursive reference finds the name
+        self.memo[key] = name
+        self.keep.append(schema)
+        self.depth += 1
+        if self.depth > 200:
+            raise SchemaError(ptr, "", "the schema nests too deeply (a cycle of $ref through allOf?)")
+        try:
+            alts = self.alternatives(schema, ptr)
+        finally:
+            self.depth -= 1
+        if not alts:
+            self.rules[int(name[1:])] = ""
+            del self.memo[key]
+            err = SchemaError(ptr, "", "no instance is valid here (an empty language)")
+            err.empty = True
+            raise err
+        self.rules[int(name[1:])] = f"{name}: " + " | ".join(alts)
+        return name
+
+    def alternatives(self, schema, ptr: str) -> list[str]:
+        if schema is False:
+            return []
+        if not isinstance(schema, dict):
+            raise SchemaError(ptr, "", f"a schema is an object or a boolean, not {type(schema).__name__}")
+        for kw in schema:
+            if kw in REFUSED and not (kw == "patternProperties" and not schema[kw]):
+                raise SchemaError(ptr, kw, f"`{kw}` cannot be compiled into an exact grammar; it is not supported")
+        if "$ref" in schema:
+            target, tptr = self.resolve(schema["$ref"], ptr)
+            rest = {k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS}
+            if not rest or self.ref_siblings_ignored:
+                return [self.value(target, tptr)]
+            return self.alternatives({"allOf": [target, rest]}, ptr)
+        if "allOf" in schema:
+            merged = {k: v for k, v in schema.items() if k != "allOf"}
+            for i, sub in enumerate(schema["allOf"]):
+                merged = self.merge(merged, self.deref(sub, f"{ptr}/allOf/{i}"), f"{ptr}/allOf/{i}")
+            return self.alternatives(merged, ptr)
+        for kw in ("anyOf", "oneOf"):
+            if kw in schema:
+                return self.union(schema, kw, ptr)
+        if "const" in schema or "enum" in schema:
+            return self.constants(schema, ptr)
+        return self.by_type(schema, ptr)
+
+    def by_type(self, schema: dict, ptr: str) -> list[str]:
+        types = schema.get("type", list(TYPES))
+        types = [types] if isinstance(types, str) else list(types)
+        for t in types:
+            if t not in TYPES:
+                raise SchemaError(ptr, "type", f"unknown type {t!r}")
+        if "number" in types and "integer" in types:
+            types.remove("integer")
+        out = []
+        for t in TYPES:
+            if t in types:
+                out.append(getattr(self, "t_" + t)(schema, ptr))
+        return out
+
+    def t_null(self, schema, ptr):
+        return '"null"'
+
+    def t_boolean(self, schema, ptr):
+        return '"true" | "false"'
+
+    def t_integer(self, schema, ptr):
+        lo, hi = self.bounds(schema, ptr, integer=True)
+        mult = schema.get("multipleOf")
+        if mult is not None and mult != 1:
+            raise SchemaError(ptr, "multipleOf", "multipleOf other than 1 is not supported")
+        return self.terms.integers(lo, hi)
+
+    def t_number(self, schema, ptr):
+        for kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
+            if kw in schema and not isinstance(schema[kw], bool):
+                raise SchemaError(ptr, kw, f"`{kw}` on non-integer numbers is not supported (it is for integers)")
+        return self.terms.numbers()
+
+    def bounds(self, schema: dict, ptr: str, integer: bool) -> tuple:
+        import math
+
+        lo, hi = None, None
+        for kw, lower, exclusive in (("minimum", True, False), ("maximum", False, False),
+                                     ("exclusiveMinimum", True, True), ("exclusiveMaximum", False, True)):
+            v = schema.get(kw)
+            if v is None or isinstance(v, bool):
+                continue  # draft-4 boolean exclusive* are read with minimum/maximum below
+            if not isinstance(v, (int, float)):
+                raise SchemaError(ptr, kw, f"must be a number, not {v!r}")
+            ex = exclusive or schema.get("exclusiveMinimum" if lower else "exclusiveMaximum") is True
+            if lower:
+                b = math.floor(v) + 1 if ex else math.ceil(v)
+                lo = b if lo is None else max(lo, b)
+            else:
+                b = math.ceil(v) - 1 if ex else math.floor(v)
+                hi = b if hi is None else min(hi, b)
+        if lo is not None and hi is not None and lo > hi:
+            raise SchemaError(ptr, "minimum", "no integer lies within the bounds")
+        return lo, hi
+
+    def t_string(self, schema, ptr):
+        nodes = []
+        if "format" in schema:
+            node = format_node(schema["format"])
+            if node is False:
+                raise SchemaError(ptr, "format", f"format {schema['format']!r} is not supported (no exact grammar for it)")
+            if node is not None:
+                nodes.append(node)
+        if "pattern" in schema:
+            try:
+                nodes.append(rx.parse_ecma(schema["pattern"]))
+            except rx.RegexError as exc:
+                raise SchemaError(ptr, "pattern", str(exc)) from None
+        lo, hi = schema.get("minLength", 0), schema.get("maxLength")
+        for kw, v in (("minLength", lo), ("maxLength", hi)):
+            if v is not None and (not isinstance(v, int) or v > self.max_repeat):
+                raise SchemaError(ptr, kw, f"{v} is past the bound on unrolled lengths ({self.max_repeat}; max_repeat=)")
+        if lo or hi is not None:
+            nodes = _with_length(nodes, lo, hi, ptr, self.terms)
+        if not nodes:
+            return self.terms.strings()
+        return self.terms.strings(self.terms.string_language(nodes[0], ptr))
+
+    def t_array(self, schema, ptr):
+        if schema.get("uniqueItems") is True:
+            raise SchemaError(ptr, "uniqueItems", "uniqueItems cannot be compiled into an exact grammar")
+        prefix, rest = schema.get("prefixItems", []), schema.get("items", True)
+        if isinstance(rest, list):  # draft-4..2019 tuple form
+            prefix, rest = rest, schema.get("additionalItems", True)
+        lo, hi = schema.get("minItems", 0), schema.get("maxItems")
+        last = len(prefix) if rest is False else None
+        if hi is not None:
+            last = hi if last is None else min(hi, last)
+        for kw, v in (("minItems", lo), ("maxItems", last)):
+            if v is not None and v > self.max_repeat:
+                raise SchemaError(ptr, kw, f"{v} is past the bound on unrolled repeats ({self.max_repeat}; max_repeat=)")
+        if last is not None and lo > last:
+            raise SchemaError(ptr, "minItems", "no array length satisfies minItems, maxItems and the item schemas")
+        t = self.terms
+        comma = t.punct("COMMA")
+        items = [self.value(s, f"{ptr}/prefixItems/{i}") for i, s in enumerate(prefix)]
+        rest_rule = None if rest is False else self.value(rest, f"{ptr}/items")
+        elem = lambda i: items[i] if i < len(items) else rest_rule  # noqa: E731
+        tail = ""
+        if last is None:
+            tail = f"({comma} {rest_rule})*"
+        for i in reversed(range(1, len(items) if last is None else last)):
+            if i >= lo:
+                tail = f"[{comma} {elem(i)} {tail}]"
+        head = f" {comma} ".join(elem(i) for i in range(max(lo, 1)))
+        alts = []
+        if last is None or last >= 1:
+            alts.append(f"{t.punct('LSQB')} {head} {tail if max(lo, 1) >= 1 else ''} {t.punct('RSQB')}")
+        if lo == 0:
+            alts.append(t.empty("array"))
+        return " | ".join(alts)
+
+    def t_object(self, schema, ptr):
+        t = self.terms
+        props = dict(schema.get("properties", {}))
+        required = list(dict.fromkeys(schema.get("required", [])))
+        extra = schema.get("additionalProperties", True if self.allow_additional else False)
+        for name in required:
+            if name not in props:
+                if extra is False:
+                    raise SchemaError(ptr, "required", f"{name!r} is required but additional properties are not allowed")
+                props[name] = extra
+        members = []  # (name, member text, required)
+        for name, sub in props.items():
+            if sub is False:
+                if name in required:
+                    raise SchemaError(ptr, "required", f"{name!r} is required but its schema is false")
+                continue
+            try:
+                v = self.value(sub, f"{ptr}/properties/{_escape(name)}")
+            except SchemaError as exc:
+                if getattr(exc, "empty", False) and name not in required:
+                    continue  # no valid value: the member can never appear
+                raise
+            members.append((f"{t.literal(name)} {t.punct('COLON')} {v}", name in required))
+        addl = None
+        if extra is not False:
+            key = t.strings(None, frozenset(props))
+            addl = f"{key} {t.punct('COLON')} {self.value(extra, ptr + '/additionalProperties')}"
+        n_req = sum(r for _, r in members)
+        lo, hi = schema.get("minProperties", 0), schema.get("maxProperties")
+        if lo > max(n_req, 1):
+            raise SchemaError(ptr, "minProperties", "only minProperties up to the number of required properties (or 1) is supported")
+        if hi is not None and (addl is not None or hi < len(members)):
+            raise SchemaError(ptr, "maxProperties", "only maxProperties that the properties already imply is supported")
+        return self.object_rules(members, addl, allow_empty=(n_req == 0 and lo == 0))
+
+    def object_rules(self, members, addl, allow_empty: bool) -> str:
+        """``{`` members in order ``}``: ``first[i]`` emits the first member from i on, ``rest[i]``
+        the later ones (each after a comma); a run of required members is written inline."""
+        t = self.terms
+        comma = t.punct("COMMA")
+        n = len(members)
+        rest: list[str | None] = [None] * (n + 1)
+        first: list[str | None] = [None] * (n + 1)
+        rest[n] = f"({comma} {addl})*" if addl else ""
+        first[n] = f"{addl} {rest[n]}" if addl else None
+        for i in reversed(range(n)):
+            text, req = members[i]
+            after = rest[i + 1]
+            if req:
+                rest[i] = f"{comma} {text} {after}".strip()
+                first[i] = f"{text} {after}".strip()
+            else:
+                rest[i] = self.rule([f"{comma} {text} {after}".strip(), rest[i + 1]])
+                alts = [f"{text} {after}".strip()] + ([first[i + 1]] if first[i + 1] else [])
+                first[i] = self.rule(alts) if len(alts) > 1 else alts[0]
+        out = []
+        if first[0]:
+            out.append(f"{t.punct('LBRACE')} {first[0]} {t.punct('RBRACE')}")
+        if allow_empty:
+            out.append(t.empty("object"))
+        return " | ".join(out) if out else ""
+
+    def constants(self, schema, ptr: str) -> list[str]:
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        if not isinstance(values, list):
+            raise SchemaError(ptr, "enum", "must be an array")
+        if "const" in schema and "enum" in schema:
+            values = [v for v in values if _json_eq(v, schema["const"]) and any(_json_eq(v, e) for e in schema["enum"])]
+        rest = {k for k in schema if k in ASSERTIONS and k not in ("enum", "const", "type")}
+        if rest:
+            kw = sorted(rest)[0]
+            raise SchemaError(ptr, kw, f"`{kw}` beside enum/const is not supported")
+        types = schema.get("type")
+        if types is not None:
+            types = [types] if isinstance(types, str) else types
+            values = [v for v in values if _type_of(v) in types or (_type_of(v) == "integer" and "number" in types)]
+        unique = []
+        for v in values:
+            if not any(_json_eq(v, u) for u in unique):
+                unique.append(v)
+        return [self.constant(v) for v in unique]
+
+    def constant(self, v) -> str:
+        t = self.terms
+        if v is None or isinstance(v, bool):
+            return f'"{json.dumps(v)}"'
+        if isinstance(v, (str, int, float)):
+            return t.literal(v)
+        if isinstance(v, list):
+            if not v:
+                return t.empty("array")
+            return f"{t.punct('LSQB')} " + f" {t.punct('COMMA')} ".join(self.constant_rule(x) for x in v) + f" {t.punct('RSQB')}"
+        if not v:
+            return t.empty("object")
+        body = f" {t.punct('COMMA')} ".join(f"{t.literal(k)} {t.punct('COLON')} {self.constant_rule(x)}" for k, x in v.items())
+        return f"{t.punct('LBRACE')} {body} {t.punct('RBRACE')}"
+
+    def constant_rule(self, v) -> str:
+        text = self.constant(v)
+        return text if " " not in text else f"({text})"
+
+    # -------------------------------------------------------------- composition
+
+    def union(self, schema: dict, kw: str, ptr: str) -> list[str]:
+        alts = schema[kw]
+        if not isinstance(alts, list) or not alts:
+            raise SchemaError(ptr, kw, "must be a non-empty array")
+        siblings = {k: v for k, v in schema.items() if k != kw}
+        branches = []
+        for i, sub in enumerate(alts):
+            sub = self.deref(sub, f"{ptr}/{kw}/{i}")
+            merged = self.merge(siblings, sub, f"{ptr}/{kw}/{i}") if siblings else sub
+            if not any(_json_eq(merged, b) for b, _ in branches):
+                branches.append((merged, f"{ptr}/{kw}/{i}"))
+        if kw == "oneOf" and len(branches) > 1:
+            kinds = [_types_of(b) for b, _ in branches]
+            for i in range(len(kinds)):
+                for j in range(i + 1, len(kinds)):
+                    if kinds[i] & kinds[j] and not _disjoint_constants(branches[i][0], branches[j][0]):
+                        raise SchemaError(ptr, kw, f"alternatives {i} and {j} may both match an instance; oneOf is only supported when they cannot")
+        out = []
+        for b, p in branches:
+            out += self.alternatives(b, p) if b is not True else self.alternatives({}, p)
+        return list(dict.fromkeys(out))
+
+    def deref(self, schema, ptr: str):
+        """A schema whose ``$ref`` (alone, or with annotations) is followed, for merging."""
+        seen = 0
+        while isinstance(schema, dict) and "$ref" in schema and all(k == "$ref" or k in ANNOTATIONS for k in schema):
+            schema, ptr = self.resolve(schema["$ref"], ptr)
+            seen += 1
+            if seen > 50:
+                raise SchemaError(ptr, "$ref", "a cycle of references")
+        return schema
+
+    def merge(self, a, b, ptr: str):
+        """allOf of two schemas as one schema, where the keywords combine exactly."""
+        if a is True or a == {}:
+            return b
+        if b is True or b == {}:
+            return a
+        if a is False or b is False:
+            return False
+        out = dict(a)
+        for k, v in b.items():
+            if k in ANNOTATIONS or k not in out or _json_eq(out[k], v):
+                out[k] = out.get(k, v) if k in ANNOTATIONS else v
+                continue
+            w = out[k]
+            if k == "type":
+                ta, tb = ({w} if isinstance(w, str) else set(w)), ({v} if isinstance(v, str) else set(v))
+                both = (ta & tb) | ({"integer"} if ("number" in ta and "integer" in tb) or ("integer" in ta and "number" in tb) else set())
+                out[k] = sorted(both)
+            elif k == "required":
+                out[k] = list(dict.fromkeys([*w, *v]))
+            elif k == "properties":
+                props = dict(w)
+                for name, sub in v.items():
+                    props[name] = self.merge(self.deref(props[name], ptr), self.deref(sub, ptr), ptr) if name in props else sub
+                out[k] = props
+            elif k in ("minimum", "minLength", "minItems", "exclusiveMinimum", "minProperties"):
+                out[k] = max(w, v)
+            elif k in ("maximum", "maxLength", "maxItems", "exclusiveMaximum", "maxProperties"):
+                out[k] = min(w, v)
+            elif k in ("items", "additionalProperties") and isinstance(w, (dict, bool)) and isinstance(v, (dict, bool)) and k != "additionalProperties":
+                out[k] = self.merge(self.deref(w, ptr), self.deref(v, ptr), ptr)
+            elif k == "enum":
+                out[k] = [x for x in w if any(_json_eq(x, y) for y in v)]
+            else:
+                raise SchemaError(ptr, k, f"allOf with two different `{k}` cannot be merged exactly")
+        for x, y in ((a, b), (b, a)):  # additionalProperties of one side constrains the other's properties
+            if "additionalProperties" in x and set(y.get("properties", {})) - set(x.get("properties", {})):
+                raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties and other properties cannot be merged exactly")
+        return out
+
+    def resolve(self, ref, ptr: str):
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            raise SchemaError(ptr, "$ref", f"only local references (#/...) are supported, not {ref!r}")
+        node, path = self.root, unquote(ref[1:])
+        for part in [p for p in path.split("/")[1:]] if path else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                raise SchemaError(ptr, "$ref", f"{ref!r} points nowhere")
+        return node, "#" + path
+
+
+def _with_length(nodes, lo: int, hi, ptr: str, terms) -> list:
+    """The string constraints and a length bound as one language, where that is exact."""
+    length = ("rep", rx.ANY_CHAR, lo, hi)
+    if not nodes:
+        return [length]
+    node = nodes[0]
+    if len(nodes) == 1 and node[0] == "rep" and node[1][0] == "chars":  # ^[class]{m,n}$
+        a, b = max(node[2], lo), node[3] if hi is None else (hi if node[3] is None else min(hi, node[3]))
+        if b is not None and a > b:
+            raise SchemaError(ptr, "minLength", "no string satisfies the pattern and the length bounds")
+        return [("rep", node[1], a, b)]
+    from .relations import relation
+
+    rel = relation(rx.json_string_regex(node), rx.json_string_regex(length))
+    if len(nodes) == 1 and rel in ("subset", "equal"):
+        return [node]
+    if len(nodes) == 1 and rel == "superset":
+        return [length]
+    raise SchemaError(ptr, "maxLength" if hi is not None else "minLength",
+                      "a length bound together with a pattern or format is only supported when one implies the other")
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _type_of(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
+        return "integer"
+    return {float: "number", str: "string", list: "array", dict: "object"}[type(v)]
+
+
+def _types_of(schema) -> set:
+    if not isinstance(schema, dict):
+        return set(TYPES)
+    if "const" in schema or "enum" in schema:
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        return {"number" if _type_of(v) == "integer" else _type_of(v) for v in values}
+    t = schema.get("type", list(TYPES))
+    t = {t} if isinstance(t, str) else set(t)
+    return {"number" if x == "integer" else x for x in t}
+
+
+def _constants(schema):
+    if isinstance(schema, dict) and ("const" in schema or "enum" in schema):
+        return [schema["const"]] if "const" in schema else schema["enum"]
+    return None
+
+
+def _disjoint_constants(a, b) -> bool:
+    """Two schemas whose instances differ for sure: disjoint constants, or objects with a
+    required property whose constants are disjoint."""
+    ca, cb = _constants(a), _constants(b)
+    if ca is not None and cb is not None:
+        return not any(_json_eq(x, y) for x in ca for y in cb)
+    if isinstance(a, dict) and isinstance(b, dict):
+        for name in set(a.get("required", [])) & set(b.get("required", [])):
+            pa, pb = a.get("properties", {}).get(name), b.get("properties", {}).get(name)
+            if _disjoint_constants(pa, pb):
+                return True
+    return False
+
+
+def _json_eq(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_json_eq(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_json_eq(a[k], b[k]) for k in a)
+    return a == b

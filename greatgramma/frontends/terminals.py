@@ -1,0 +1,250 @@
+"""The terminals of a generated JSON grammar, chosen so that the basic lexer's one-terminal-per-lexeme
+choice never loses a valid instance.
+
+* Strings whose value the schema fixes (property names, ``enum``/``const`` strings) are one
+  terminal per value, matching every JSON spelling of it (raw or escaped), at the highest
+  priority: no two values share a spelling, so these never collide with each other.
+* Constrained strings (``pattern``, ``format``, lengths) are one terminal per distinct language;
+  together with the generic ``STRING`` they must be laminar (:mod:`.relations`): nested ones get
+  a higher priority, and a context that expects a language takes every terminal whose lexemes
+  all lie in it. Overlapping ones are refused.
+* Integers are split into disjoint intervals at every bound the schema uses, one terminal each;
+  ``FRACTION`` holds the numbers written with a fraction or exponent. Number literals
+  (``enum``/``const``) are terminals of their own, spelled as ``json.dumps`` writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from ..errors import GrammarError
+from . import ecma_regex as rx
+from .relations import relation
+
+STRING_RE = r'"(?:[^"\\\x00-\x1f]|\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f])))*"'
+FRACTION_RE = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)"
+WS = "[ \\t\\n\\r]"
+
+
+class SchemaError(GrammarError):
+    """A schema that cannot be compiled exactly, or is not a valid schema; names the keyword and its JSON pointer."""
+
+    def __init__(self, pointer: str, keyword: str, message: str):
+        super().__init__(f"{pointer}/{keyword}: {message}" if keyword else f"{pointer}: {message}", kind="schema")
+        self.pointer, self.keyword = pointer, keyword
+
+
+def _digits_range(lo: str, hi: str) -> str:
+    """Regex for decimal numerals of one length between ``lo`` and ``hi`` (same length)."""
+    if not lo:
+        return ""
+    if lo[0] == hi[0]:
+        return lo[0] + _digits_range(lo[1:], hi[1:])
+    n = len(lo) - 1
+    alts, first, last = [], int(lo[0]), int(hi[0])
+    if lo[1:] != "0" * n:
+        alts.append(lo[0] + _digits_range(lo[1:], "9" * n))
+        first += 1
+    tail = None
+    if hi[1:] != "9" * n:
+        tail = hi[0] + _digits_range("0" * n, hi[1:])
+        last -= 1
+    if first <= last:
+        alts.append((str(first) if first == last else f"[{first}-{last}]") + (f"[0-9]{{{n}}}" if n else ""))
+    if tail:
+        alts.append(tail)
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+def _positive(lo: int, hi: int | None) -> list[str]:
+    """Numerals (no leading zero) of the integers in [lo, hi], 1 <= lo; hi None: unbounded."""
+    out, length = [], len(str(lo))
+    top = len(str(hi)) if hi is not None else length
+    for n in range(length, top + 1):
+        a = max(lo, 10 ** (n - 1))
+        b = 10**n - 1 if hi is None else min(hi, 10**n - 1)
+        if a <= b:
+            out.append(_digits_range(str(a), str(b)))
+    if hi is None:
+        out.append(f"[1-9][0-9]{{{length},}}")
+    return out
+
+
+def integer_regex(lo: int | None, hi: int | None) -> str:
+    """The integer numerals (``-0`` included with 0) with value in [lo, hi] (None: unbounded)."""
+    alts = []
+    if lo is None or lo < 0:
+        top = -1 if hi is None or hi >= 0 else hi
+        neg = _positive(-top, None if lo is None else -lo)
+        if neg:
+            alts.append("-" + (neg[0] if len(neg) == 1 else "(?:" + "|".join(neg) + ")"))
+    if (lo is None or lo <= 0) and (hi is None or hi >= 0):
+        alts.append("-?0")
+    if hi is None or hi > 0:
+        alts += _positive(max(lo or 1, 1), hi)
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+@dataclass
+class Terminals:
+    """Every terminal a generated grammar uses, and the rules that stand for a set of lexemes."""
+
+    whitespace: str | int = "json"
+    literals: dict[str, str] = field(default_factory=dict)  # canonical JSON text of a string or number -> name
+    languages: dict[str, str] = field(default_factory=dict)  # string lexeme regex -> name
+    pointers: dict[str, str] = field(default_factory=dict)  # terminal name -> where the schema asked for it
+    int_bounds: set = field(default_factory=set)
+    int_requests: dict = field(default_factory=dict)  # (lo, hi) -> rule name
+    string_requests: dict = field(default_factory=dict)  # (language name or None, excluded values) -> rule name
+    used: set = field(default_factory=set)
+
+    # -------------------------------------------------------------- requests while walking
+
+    def literal(self, value) -> str:
+        """The terminal of one string or number value (its canonical spelling)."""
+        text = json.dumps(value, ensure_ascii=False)
+        name = self.literals.get(text)
+        if name is None:
+            name = self.literals[text] = f"L{len(self.literals)}"
+        return name
+
+    def string_language(self, node: rx.Node, pointer: str) -> str:
+        regex = rx.json_string_regex(node)
+        name = self.languages.get(regex)
+        if name is None:
+            name = self.languages[regex] = f"S{len(self.languages)}"
+            self.pointers[name] = pointer
+        return name
+
+    def strings(self, language: str | None = None, exclude: frozenset = frozenset()) -> str:
+        """A rule taking every string lexeme of ``language`` (None: any string) but the excluded values."""
+        key = (language, exclude)
+        name = self.string_requests.get(key)
+        if name is None:
+            name = self.string_requests[key] = f"str{len(self.string_requests)}"
+        return name
+
+    def integers(self, lo: int | None = None, hi: int | None = None) -> str:
+        key = (lo, hi)
+        name = self.int_requests.get(key)
+        if name is None:
+            name = self.int_requests[key] = f"int{len(self.int_requests)}"
+            self.int_bounds.update(b for b in (lo, None if hi is None else hi + 1) if b is not None)
+        return name
+
+    def numbers(self) -> str:
+        self.used.add("FRACTION")
+        return "num"
+
+    # -------------------------------------------------------------- the grammar text
+
+    def punct(self, name: str) -> str:
+        self.used.add(name)
+        return name
+
+    def finish(self) -> tuple[list[str], list[str]]:
+        """(rules, terminal definitions) for everything requested."""
+        rules, terms = [], []
+        strings = {t: v for t, v in self.literals.items() if t.startswith('"')}
+        numbers = {t: v for t, v in self.literals.items() if not t.startswith('"')}
+        depth = self._string_depths()
+        top = max(depth.values(), default=0) + 2
+        for text, name in self.literals.items():
+            value = json.loads(text)
+            if isinstance(value, str):
+                terms.append(f"{name}.{top}: /{rx.json_string_regex(rx.literal(value))}/")
+            else:
+                terms.append(f'{name}.{top}: "{text}"')
+        for regex, name in self.languages.items():
+            terms.append(f"{name}.{depth[name]}: /{regex}/")
+        if self.string_requests:
+            terms.append(f"STRING: /{STRING_RE}/")
+        for (language, exclude), rule in self.string_requests.items():
+            alts = self._string_members(language, exclude, strings)
+            rules.append(f"{rule}: " + (" | ".join(alts) if alts else "NEVER"))
+        atoms = self._int_atoms()
+        if "FRACTION" in self.used or self.int_requests:
+            for (lo, hi), name in atoms.items():
+                terms.append(f"{name}: /{integer_regex(lo, hi)}/")
+        if "FRACTION" in self.used:
+            terms.append(f"FRACTION: /{FRACTION_RE}/")
+            rules.append("num: " + " | ".join(["FRACTION", *atoms.values(), *numbers.values()]))
+        for (lo, hi), rule in self.int_requests.items():
+            alts = [n for (a, b), n in atoms.items() if _within(a, b, lo, hi)]
+            alts += [n for t, n in numbers.items() if _int_in(t, lo, hi)]
+            rules.append(f"{rule}: " + " | ".join(alts))
+        if any("NEVER" in r for r in rules):
+            terms.append('NEVER: /\\x00\\x01\\x02(?!)/')
+        terms += self._punctuation()
+        return rules, terms
+
+    def _string_depths(self) -> dict[str, int]:
+        """Priority of each constrained-string terminal: 1 + the number of those containing it."""
+        names = list(self.languages.items())
+        depth = {name: 1 for _, name in names}
+        self.inside: dict[str, set[str]] = {name: set() for _, name in names}  # name -> terminals nested in it
+        for i, (ra, na) in enumerate(names):
+            for rb, nb in names[i + 1 :]:
+                rel = relation(ra, rb)
+                if rel == "overlap" or rel == "equal":
+                    raise SchemaError(
+                        self.pointers[nb], "",
+                        f"its strings overlap those required at {self.pointers[na]} without either containing the other, "
+                        "so no lexer can tell them apart exactly",
+                    )
+                if rel == "subset":
+                    depth[na] += 1
+                    self.inside[nb].add(na)
+                elif rel == "superset":
+                    depth[nb] += 1
+                    self.inside[na].add(nb)
+        return depth
+
+    def _string_members(self, language, exclude, strings) -> list[str]:
+        if language is None:
+            alts = ["STRING", *self.languages.values()]
+            members = strings
+        else:
+            alts = [language, *sorted(self.inside[language])]
+            regex = next(r for r, n in self.languages.items() if n == language)
+            members = {t: n for t, n in strings.items() if re.fullmatch(regex, t)}
+        return alts + [n for t, n in members.items() if json.loads(t) not in exclude]
+
+    def _int_atoms(self) -> dict:
+        bounds = sorted(self.int_bounds)
+        edges = [None, *bounds, None]
+        return {(a, None if b is None else b - 1): f"I{k}" for k, (a, b) in enumerate(zip(edges, edges[1:]))}
+
+    def _punctuation(self) -> list[str]:
+        ws = self.whitespace
+        chars = {"LBRACE": "{", "RBRACE": "}", "LSQB": "[", "RSQB": "]", "COMMA": ",", "COLON": ":"}
+        out = []
+        if ws in ("json", "compact"):
+            out += [f'{n}: "{c}"' for n, c in chars.items() if n in self.used]
+            if ws == "json":
+                out += [f"WS: /{WS}+/", "%ignore WS"]
+            return out
+        w = f"{WS}{{0,{int(ws)}}}"
+        shape = {"LBRACE": f"\\{{{w}", "LSQB": f"\\[{w}", "RBRACE": f"{w}\\}}", "RSQB": f"{w}\\]",
+                 "COMMA": f"{w},{w}", "COLON": f"{w}:{w}", "EMPTY_OBJ": f"\\{{{w}\\}}", "EMPTY_ARR": f"\\[{w}\\]"}
+        return [f"{n}: /{shape[n]}/" for n in shape if n in self.used]
+
+    def empty(self, kind: str) -> str:
+        """The lexemes of ``{}`` or ``[]``: one terminal when whitespace runs are bounded (so the
+        run between the brackets is bounded too), else the two brackets."""
+        if isinstance(self.whitespace, int) and not isinstance(self.whitespace, bool):
+            return self.punct("EMPTY_OBJ" if kind == "object" else "EMPTY_ARR")
+        return f"{self.punct('LBRACE')} {self.punct('RBRACE')}" if kind == "object" else f"{self.punct('LSQB')} {self.punct('RSQB')}"
+
+
+def _within(a, b, lo, hi) -> bool:
+    return (lo is None or (a is not None and a >= lo)) and (hi is None or (b is not None and b <= hi))
+
+
+def _int_in(text: str, lo, hi) -> bool:
+    if not re.fullmatch(r"-?(?:0|[1-9][0-9]*)", text):
+        return False
+    v = int(text)
+    return (lo is None or v >= lo) and (hi is None or v <= hi)

@@ -1,0 +1,86 @@
+"""The regex front end: REGEX requests (Python syntax, full match) against ``re.fullmatch``, schema
+``pattern``s (ECMA-262, a search) against ``re.search`` with ECMA's ASCII classes, CHOICE
+requests, and the JSON-escaped spelling of character sets. Walked byte by byte through the masks."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_schema import accepts, byte_vocab
+
+import greatgramma as gg
+from greatgramma.frontends import ecma_regex as rx
+
+REGEXES = [r"[a-c]+x?", r"(ab|a)*c", r"\d{2,4}", r"a.b", r"(?i)ab", r"[^a]b*", r"x*", r"\w+@\w+\.(com|org)", r"é+ß?"]
+ALPHABET = "abcx0123 .@é\nßAB"
+
+
+@lru_cache(maxsize=None)
+def regex_masker(pattern: str) -> gg.Masker:
+    return gg.Masker(gg.compile(gg.Grammar.from_regex(pattern), byte_vocab()))
+
+
+@pytest.mark.parametrize("pattern", REGEXES)
+@settings(max_examples=60, deadline=None)
+@given(s=st.text(alphabet=ALPHABET, max_size=7))
+def test_regex_request_is_fullmatch(pattern: str, s: str) -> None:
+    assert accepts(regex_masker(pattern), s) == bool(re.fullmatch(pattern, s)), (pattern, s)
+
+
+@pytest.mark.parametrize("pattern", ["a(?=b)", r"(a)\1", r"\bword", "a^b"])
+def test_regex_refusals(pattern: str) -> None:
+    with pytest.raises(gg.GrammarError):
+        gg.Grammar.from_regex(pattern)
+
+
+def test_choices() -> None:
+    m = gg.Masker(gg.compile(gg.Grammar.from_choices(["yes", "no", "", "y\n"]), byte_vocab()))
+    for s in ["yes", "no", "", "y\n"]:
+        assert accepts(m, s)
+    for s in ["ye", "yesno", "n", "y"]:
+        assert not accepts(m, s)
+
+
+PATTERNS = [r"^[a-z]+$", r"[0-9]", r"^\d{3}-\w+", r"ab|^c", r"x$", r"^\s*$", r"^(foo|ba+r)?\.$"]
+
+
+@lru_cache(maxsize=None)
+def pattern_masker(pattern: str) -> gg.Masker:
+    schema = json.dumps({"type": "string", "pattern": pattern})
+    return gg.Masker(gg.compile(gg.Grammar.from_json_schema(schema), byte_vocab()))
+
+
+def ecma_search(pattern: str, s: str) -> bool:
+    """ECMA semantics on these patterns: ASCII \\d \\w, and $ only at the very end."""
+    return re.search(pattern.replace("$", r"\Z"), s, re.ASCII) is not None
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@settings(max_examples=60, deadline=None)
+@given(s=st.text(alphabet="abcrfox09- .\t\n\u00e9\u0660", max_size=6))
+def test_pattern_is_an_ecma_search(pattern: str, s: str) -> None:
+    m = pattern_masker(pattern)
+    text = json.dumps(s, ensure_ascii=False)
+    assert accepts(m, text) == ecma_search(pattern, s), (pattern, text)
+
+
+def test_ecma_translation() -> None:
+    assert rx.ecma_to_python(r"\d\w\/(?<n>x)") == r"[0-9][A-Za-z0-9_]\/(?P<n>x)"
+    with pytest.raises(rx.RegexError):
+        rx.ecma_to_python(r"\p{L}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 0x10FFFF).filter(lambda c: not 0xD800 <= c <= 0xDFFF), st.integers(0, 0x10FFFF), st.integers(0, 0x400))
+def test_json_char_spells_every_member(c: int, lo: int, width: int) -> None:
+    ranges = ((lo, min(lo + width, 0x10FFFF)),)
+    inside = lo <= c <= lo + width
+    pattern = re.compile(rx.json_char(rx.chars(ranges)[1]) if rx.chars(ranges)[1] else "(?!)")
+    text = json.dumps(chr(c), ensure_ascii=False)[1:-1]  # the one canonical spelling
+    assert bool(pattern.fullmatch(text)) == inside, (hex(c), ranges, text)
+    assert chr(c) == "/" or not pattern.fullmatch(json.dumps(chr(c))[1:-1]) or json.dumps(chr(c)) == json.dumps(chr(c), ensure_ascii=False)

@@ -1,0 +1,214 @@
+"""JSON Schema -> Lark: each keyword's grammar accepts exactly the instances Python's ``jsonschema``
+(4.x, formats checked) calls valid, in the canonical form (members in ``properties`` order).
+
+Instances are walked byte by byte through the masks (a 256-token byte vocabulary: every byte's
+token must be allowed, then EOS) in two serializations, compact and pretty-printed; a
+representative subset is walked with the real Llama-3 tokenizer. Refusals are checked to name
+the keyword and its JSON pointer.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import jsonschema
+import pytest
+from helpers import bit
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import greatgramma as gg
+from greatgramma.frontends import SchemaError
+
+EOS = 256
+
+
+@lru_cache(maxsize=1)
+def byte_vocab() -> gg.Vocabulary:
+    return gg.Vocabulary([bytes([b]) for b in range(256)] + [None], eos_token_ids=[EOS])
+
+
+@lru_cache(maxsize=None)
+def masker_for(schema_text: str, whitespace="json", additional_properties=True) -> gg.Masker:
+    grammar = gg.Grammar.from_json_schema(schema_text, whitespace=whitespace, additional_properties=additional_properties)
+    return gg.Masker(gg.compile(grammar, byte_vocab()))
+
+
+def accepts(m: gg.Masker, text: str) -> bool:
+    state = m.initial_state()
+    for b in text.encode("utf-8"):
+        if not bit(m.mask(state), b):
+            return False
+        state = m.advance(state, b)
+    return bit(m.mask(state), EOS)
+
+
+def oracle(schema, instance) -> bool:
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(instance)
+
+
+def check(schema, instances, **options) -> None:
+    m = masker_for(json.dumps(schema), **options)
+    for inst in instances:
+        expected = oracle(schema, inst)
+        for text in (json.dumps(inst, ensure_ascii=False), json.dumps(inst, indent=2, ensure_ascii=False)):
+            assert accepts(m, text) == expected, (schema, text, expected)
+
+
+OBJ = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}},
+    "required": ["name"],
+}
+
+CASES = {
+    "type-list": ({"type": ["string", "null", "boolean"]}, ["a", None, True, 1, [], {}]),
+    "type-number": ({"type": "number"}, [1, -2.5, 1e10, 0, "1", None]),
+    "properties": (OBJ, [{"name": "x"}, {"name": "x", "age": 3}, {"name": "x", "tags": ["a", "b"]}, {"age": 3},
+                         {"name": 1}, {"name": "x", "age": "3"}, {"name": "x", "other": [1, {"k": None}]}, {}]),
+    "additionalProperties-false": ({**OBJ, "additionalProperties": False}, [{"name": "x"}, {"name": "x", "z": 1}]),
+    "additionalProperties-schema": ({**OBJ, "additionalProperties": {"type": "integer"}},
+                                    [{"name": "x", "z": 1}, {"name": "x", "z": "1"}, {"name": "x", "tags": []}]),
+    "items": ({"type": "array", "items": {"type": "integer"}}, [[], [1, 2, 3], [1, "2"], {}]),
+    "prefixItems": ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
+                    [[], ["a"], ["a", 1], ["a", 1, 2], [1]]),
+    "min-maxItems": ({"type": "array", "items": {"type": "boolean"}, "minItems": 2, "maxItems": 3},
+                     [[], [True], [True, False], [True, False, True], [True] * 4]),
+    "enum": ({"enum": ["red", "green", 3, None, [1, 2], {"a": 1}]},
+             ["red", "green", "blue", 3, 4, None, [1, 2], [2, 1], {"a": 1}, {"a": 2}]),
+    "const": ({"const": "x\"y\\z\n"}, ["x\"y\\z\n", "xyz"]),
+    "anyOf": ({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 5}]},
+              ["ab", "abc", 5, 4, None]),
+    "oneOf-types": ({"oneOf": [{"type": "string"}, {"type": "null"}]}, ["a", None, 1]),
+    "allOf": ({"allOf": [OBJ, {"required": ["age"]}]}, [{"name": "x", "age": 1}, {"name": "x"}]),
+    "pattern": ({"type": "string", "pattern": "^[a-z]+-[0-9]{2,3}$"}, ["ab-12", "ab-1234", "AB-12", "a-123"]),
+    "pattern-search": ({"type": "string", "pattern": "[0-9]"}, ["a1b", "abc", "9", ""]),
+    "lengths": ({"type": "string", "minLength": 2, "maxLength": 4}, ["a", "ab", "abcd", "abcde", "é€😀", "😀"]),
+    "integer-range": ({"type": "integer", "minimum": -5, "exclusiveMaximum": 100}, [-6, -5, 0, 99, 100, 1000]),
+    "formats": ({"type": "object", "properties": {
+        "d": {"type": "string", "format": "date"}, "t": {"type": "string", "format": "date-time"},
+        "u": {"type": "string", "format": "uuid"}}},
+        [{"d": "2024-02-29"}, {"d": "2023-02-29"}, {"d": "2023-13-01"}, {"t": "2020-01-01T10:00:00Z"},
+         {"t": "2020-01-01T10:00:00+02:00"}, {"t": "2020-01-01 10:00"}, {"u": "123e4567-e89b-12d3-a456-426614174000"}, {"u": "x"}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_keyword_agrees_with_jsonschema(name: str) -> None:
+    schema, instances = CASES[name]
+    check(schema, instances)
+
+
+def test_ref_and_recursion() -> None:
+    schema = {"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+              "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"]}},
+              "$ref": "#/$defs/node"}
+    check(schema, [{"v": 1}, {"v": 1, "kids": [{"v": 2, "kids": []}]}, {"v": 1, "kids": [{}]}])
+
+
+def test_strings_are_spelled_canonically() -> None:
+    """One spelling per string, as json.dumps(ensure_ascii=False) writes it: so a fixed string
+    (a property name, an enum value) has one lexeme, and no other spelling can pass for another string."""
+    m = masker_for(json.dumps({"enum": ["é", "a/b", "\n\u0001"]}))
+    for text in ['"é"', '"a/b"', '"\\n\\u0001"']:
+        assert accepts(m, text), text
+    for text in ['"\\u00e9"', '"a\\/b"', '"\\u000a\\u0001"', '"e"']:
+        assert not accepts(m, text), text
+    m = masker_for(json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}}))
+    assert not accepts(m, '{"\\u0061": "x"}')  # "a" spelled otherwise is not an additional member
+
+
+def test_order_is_canonical_and_extra_members_come_last() -> None:
+    m = masker_for(json.dumps(OBJ))
+    assert accepts(m, '{"name": "x", "age": 1}')
+    assert not accepts(m, '{"age": 1, "name": "x"}')  # outside the canonical form: refused
+    assert accepts(m, '{"name": "x", "zz": 1}')
+
+
+@pytest.mark.parametrize("whitespace", ["compact", 2])
+def test_whitespace_options(whitespace) -> None:
+    m = masker_for(json.dumps(OBJ), whitespace=whitespace)
+    assert accepts(m, '{"name":"x","age":1}')
+    assert accepts(m, '{}') is False  # name is required
+    pretty = '{\n "name": "x"\n}'
+    assert accepts(m, pretty) == (whitespace == 2)
+    assert not accepts(m, '{"name":   "x"}')  # a run of 3
+
+
+def test_additional_properties_option() -> None:
+    m = masker_for(json.dumps(OBJ), additional_properties=False)
+    assert accepts(m, '{"name": "x"}') and not accepts(m, '{"name": "x", "z": 1}')
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=6))
+def test_string_lengths_count_code_points(s: str) -> None:
+    schema = {"type": "string", "minLength": 2, "maxLength": 4}
+    m = masker_for(json.dumps(schema))
+    text = json.dumps(s, ensure_ascii=False)
+    assert accepts(m, text) == oracle(schema, s), text
+
+
+@pytest.mark.parametrize(
+    "schema, pointer",
+    [
+        ({"not": {}}, "#/not"),
+        ({"properties": {"a": {"type": "array", "uniqueItems": True}}}, "#/properties/a/uniqueItems"),
+        ({"properties": {"a": {"type": "string", "format": "uri"}}}, "#/properties/a/format"),
+        ({"type": "string", "pattern": "(?=a)"}, "#/pattern"),
+        ({"type": "string", "maxLength": 100000}, "#/maxLength"),
+        ({"$ref": "http://example.com/s.json"}, "#/$ref"),
+        ({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}, "#/oneOf"),
+        ({"properties": {"a": {"type": "string", "maxLength": 3}, "b": {"type": "string", "pattern": "^[a-z]+$"}}},
+         "#/properties/"),
+    ],
+)
+def test_refusals_name_keyword_and_pointer(schema, pointer) -> None:
+    with pytest.raises(gg.GrammarError) as err:
+        gg.Grammar.from_json_schema(schema)
+    assert pointer in str(err.value)
+
+
+def test_bad_input() -> None:
+    with pytest.raises(SchemaError, match="not JSON"):
+        gg.Grammar.from_json_schema("{")
+    with pytest.raises(SchemaError, match="object or a boolean"):
+        gg.Grammar.from_json_schema([1])
+    gg.Grammar.from_json_schema({"type": "string", "title": "t", "x-custom": 1})  # annotations are ignored
+
+
+def test_real_tokenizer_walk(vocabularies, hf_tokenizers) -> None:
+    from greatgramma.tokenize import encode_exact
+
+    vocab, tok = vocabularies("llama3"), hf_tokenizers("llama3")
+    schema = {**OBJ, "properties": {**OBJ["properties"], "when": {"type": "string", "format": "date"},
+                                    "n": {"type": "integer", "minimum": 0, "maximum": 100}}}
+    m = gg.Masker(gg.compile(gg.Grammar.from_json_schema(schema), vocab))
+    eos = vocab.eos_token_ids[0]
+    instances = [{"name": "Zoë", "age": 30, "tags": ["a", "b c"], "when": "2024-02-29", "n": 100},
+                 {"name": "x", "when": "2023-02-29"}, {"name": "x", "n": 101}, {"name": "x", "zz": {"q": [1.5]}}]
+    for inst in instances:
+        text = json.dumps(inst, indent=2, ensure_ascii=False)
+        state, ok = m.initial_state(), True
+        for t in encode_exact(tok, text, vocab.token_bytes):
+            if not bit(m.mask(state), t):
+                ok = False
+                break
+            state = m.advance(state, t)
+        ok = ok and bit(m.mask(state), eos)
+        assert ok == oracle(schema, inst), text
+
+
+def test_cli_schema2lark(tmp_path, capsys) -> None:
+    from greatgramma.cli import main
+
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(OBJ), encoding="utf-8")
+    assert main(["schema2lark", str(path), "--whitespace", "compact"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("start:") and "%ignore" not in text
+    path.write_text('{"not": {}}', encoding="utf-8")
+    assert main(["schema2lark", str(path)]) == 2
+    assert "#/not" in capsys.readouterr().err
