@@ -1,10 +1,11 @@
-"""Share of tokens that jump-forward would force, on the benchmark programs and JSONTestSuite.
+"""Share of tokens that jump-forward would force: a fixed-schema JSON grammar, JSONTestSuite and the benchmark programs.
 
 Decoding is simulated on each valid text: at every step the matcher's fast-forward tokens
 (``Matcher.compute_ff_tokens`` with the model's own tokenizer, llguidance's withholding rule)
 are appended and counted as forced; when there are none, the next token of the text's own
 tokenization (from where the text stands) is taken as sampled. The share is forced / (forced +
-sampled), over all texts of a cell. MaskBench (JSON Schema instances) reports 3-21% per split;
+sampled), over all texts of a cell. ``records`` (eval/data/jump_forward/) is compact JSON of one
+fixed schema written as a grammar by hand, as a JSON Schema front end would write it. MaskBench (JSON Schema instances) reports 3-21% per split;
 ``--schemas`` measures those once ``gg.Grammar.from_json_schema`` exists.
 
     python -m eval.jump_forward                                  # all cells, writes eval/out/
@@ -24,6 +25,7 @@ from pathlib import Path
 from eval.paths import OUT, ROOT, bench_grammar, programs, tokenizer_file
 
 JSON_SUITE = ROOT / "tests" / "data" / "jsontestsuite" / "test_parsing"
+RECORDS = ROOT / "eval" / "data" / "jump_forward"  # a fixed-schema grammar and its instances
 RESULTS = ROOT / "eval" / "jump_forward.json"
 
 
@@ -60,6 +62,9 @@ def simulate(matcher, text: bytes, encode, tokenize) -> tuple[int, int, int]:
 def texts_of(grammar: str) -> list[tuple[str, bytes]]:
     if grammar == "jsontestsuite":
         return [(p.name, p.read_bytes()) for p in sorted(JSON_SUITE.glob("y_*.json"))]
+    if grammar == "records":
+        lines = (RECORDS / "records.jsonl").read_bytes().splitlines()
+        return [(f"records.jsonl:{i + 1}", line) for i, line in enumerate(lines)]
     return [(p.name, p.read_bytes()) for p in programs(grammar)]
 
 
@@ -68,6 +73,8 @@ def grammar_of(name: str):
 
     if name == "jsontestsuite":
         return gg.Grammar.from_file(ROOT / "grammars" / "json.lark")
+    if name == "records":
+        return gg.Grammar.from_file(RECORDS / "records.lark")
     return gg.Grammar.from_file(bench_grammar(name), indenter=gg.Indenter.python() if name == "python" else None)
 
 
@@ -139,7 +146,7 @@ def markdown(cells: list[dict]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--grammars", nargs="+", default=["jsontestsuite", "json", "go", "java", "python"])
+    ap.add_argument("--grammars", nargs="+", default=["records", "jsontestsuite", "json", "go", "java", "python"])
     ap.add_argument("--tokenizers", nargs="+", default=["llama2", "llama3", "qwen3"])
     ap.add_argument("--schemas", type=Path, help="a folder of MaskBench-style schema files (needs Grammar.from_json_schema)")
     ap.add_argument("--update-results", action="store_true", help=f"write {RESULTS.name} and .md in eval/ (else eval/out/)")
