@@ -21,11 +21,10 @@ import os
 import platform
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
-from eval.paths import OUT, ROOT, bench_grammar, programs, tokenizer_file
+from eval.paths import ROOT, bench_grammar, markdown_table, programs, tokenizer_file, write_results
 
 RESULTS = ROOT / "eval" / "compile_stall.json"
 
@@ -102,17 +101,15 @@ def run(mode_workers: int, n_grammars: int, n_seqs: int, forward_ms: float, seed
 
 
 def markdown(cells: list[dict]) -> str:
-    lines = [
-        "| compile in | grammars | sequences | all compiled (s) | gap p50 before / during (ms) | gap p99 before / during (ms) | max gap during (ms) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+    columns = ["compile in", "grammars", "sequences", "all compiled (s)", "gap p50 before / during (ms)",
+               "gap p99 before / during (ms)", "max gap during (ms)"]
+    rows = [
+        [c["compile_in"], c["grammars"], c["sequences"], f"{c['compile_all_s']:.1f}",
+         f"{c['gap_before_p50_ms']:.1f} / {c['gap_during_p50_ms']:.1f}",
+         f"{c['gap_before_p99_ms']:.1f} / {c['gap_during_p99_ms']:.1f}", f"{c['gap_during_max_ms']:.0f}"]
+        for c in cells
     ]
-    for c in cells:
-        lines.append(
-            f"| {c['compile_in']} | {c['grammars']} | {c['sequences']} | {c['compile_all_s']:.1f} | "
-            f"{c['gap_before_p50_ms']:.1f} / {c['gap_during_p50_ms']:.1f} | {c['gap_before_p99_ms']:.1f} / "
-            f"{c['gap_during_p99_ms']:.1f} | {c['gap_during_max_ms']:.0f} |"
-        )
-    return "\n".join(lines) + "\n"
+    return markdown_table(columns, rows, "lrrrrrr")
 
 
 def main() -> None:
@@ -128,10 +125,7 @@ def main() -> None:
         cells.append(run(w, args.grammars, args.sequences, args.forward_ms, seed))
         print(json.dumps(cells[-1]), flush=True)
     out = {"machine": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(), "cells": cells}
-    target = RESULTS if args.update_results else OUT / RESULTS.name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(out, indent=1) + "\n")
-    Path(target).with_suffix(".md").write_text(markdown(cells))
+    write_results(RESULTS, args.update_results, out, markdown(cells))
     print(markdown(cells))
 
 

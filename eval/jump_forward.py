@@ -22,7 +22,7 @@ import platform
 import time
 from pathlib import Path
 
-from eval.paths import OUT, ROOT, bench_grammar, programs, tokenizer_file
+from eval.paths import ROOT, bench_grammar, markdown_table, programs, tokenizer_file, write_results
 
 JSON_SUITE = ROOT / "tests" / "data" / "jsontestsuite" / "test_parsing"
 RECORDS = ROOT / "eval" / "data" / "jump_forward"  # a fixed-schema grammar and its instances
@@ -132,16 +132,13 @@ def run_schemas(folder: Path, tokenizer: str) -> dict:
 
 
 def markdown(cells: list[dict]) -> str:
-    lines = [
-        "| grammar | tokenizer | texts | forced tokens | sampled tokens | forced share | forced bytes withheld |",
-        "|---|---|---:|---:|---:|---:|---:|",
+    columns = ["grammar", "tokenizer", "texts", "forced tokens", "sampled tokens", "forced share", "forced bytes withheld"]
+    rows = [
+        [c["grammar"], c["tokenizer"], c.get("texts", ""), c["forced_tokens"], c["sampled_tokens"],
+         f"{100 * c['forced_share']:.1f}%", c.get("withheld_forced_bytes", "")]
+        for c in cells
     ]
-    for c in cells:
-        lines.append(
-            f"| {c['grammar']} | {c['tokenizer']} | {c.get('texts', '')} | {c['forced_tokens']} | "
-            f"{c['sampled_tokens']} | {100 * c['forced_share']:.1f}% | {c.get('withheld_forced_bytes', '')} |"
-        )
-    return "\n".join(lines) + "\n"
+    return markdown_table(columns, rows, "llrrrrr")
 
 
 def main() -> None:
@@ -160,10 +157,7 @@ def main() -> None:
                 cells.append(run_cell(g, t))
                 print(json.dumps(cells[-1]), flush=True)
     out = {"machine": platform.platform(), "python": platform.python_version(), "cells": cells}
-    target = RESULTS if args.update_results else OUT / RESULTS.name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(out, indent=1) + "\n")
-    target.with_suffix(".md").write_text(markdown(cells))
+    write_results(RESULTS, args.update_results, out, markdown(cells))
     print(markdown(cells))
 
 

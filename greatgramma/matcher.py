@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import operator
-import threading
-import weakref
 from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -12,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .cache import per_object
 from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
 from .jump_forward import MAX_FORCED_BYTES, MAX_WITHHELD_TOKENS, Tokenize, ff_tokens, forced_bytes
@@ -24,17 +23,7 @@ class RollbackError(GreatGrammaError, ValueError):
     """``rollback(n)`` asked to undo more tokens than the matcher remembers."""
 
 
-_maskers: weakref.WeakKeyDictionary[CompiledGrammar, Masker] = weakref.WeakKeyDictionary()
-_maskers_lock = threading.Lock()
-
-
-def _shared_masker(compiled: CompiledGrammar) -> Masker:
-    """One Masker per compiled grammar, so that all matchers of a grammar share its mask caches."""
-    with _maskers_lock:
-        masker = _maskers.get(compiled)
-        if masker is None:
-            masker = _maskers[compiled] = Masker(compiled)
-        return masker
+_shared_masker = per_object(Masker)  # one Masker per compiled grammar: its matchers share the mask caches
 
 
 class Matcher:

@@ -30,7 +30,7 @@ from ..errors import ArtifactError, GrammarWarning, GreatGrammaError
 from ..grammar import Grammar
 from ..version import __version__
 from ..vocab import Vocabulary
-from .compile_worker import GrammarSpec, Stopped, WorkerSlot, compile_to_file, remove_quietly
+from .compile_worker import GrammarSpec, Stopped, WorkerSlot, remove_quietly
 
 __all__ = ["CompileTimeoutError", "GrammarCache", "GrammarSpec"]
 
