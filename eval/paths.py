@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,3 +38,20 @@ def programs(language: str) -> list[Path]:
     if not found:
         raise FileNotFoundError(f"no {language} benchmark programs in {folder}")
     return found
+
+
+def markdown_table(columns: list[str], rows: list[list[object]], align: str) -> str:
+    """A Markdown table; ``align`` has one letter per column: l (left) or r (right)."""
+    rule = "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|"
+    lines = ["| " + " | ".join(columns) + " |", rule] + ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_results(checked_in: Path, update: bool, data: dict, table: str) -> Path:
+    """Write ``data`` as JSON and ``table`` beside it (.md): over the checked-in file with
+    ``update``, else under eval/out/; returns where the JSON went."""
+    target = checked_in if update else OUT / checked_in.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data, indent=1) + "\n")
+    target.with_suffix(".md").write_text(table)
+    return target

@@ -1,8 +1,14 @@
-"""The one cache of the runtime: a dict bounded by bytes and entries, that starts over when full."""
+"""The one cache of the runtime: a dict bounded by bytes and entries, that starts over when full; and a memo per live object."""
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class BoundedCache(dict):
@@ -38,3 +44,19 @@ class BoundedCache(dict):
     def clear(self) -> None:
         super().clear()
         self.nbytes = 0
+
+
+def per_object(factory: Callable[[K], V]) -> Callable[[K], V]:
+    """``factory(obj)`` made once per live ``obj`` (held weakly, so it goes with ``obj``) and
+    shared by every thread: one Masker per compiled grammar, one token index per vocabulary."""
+    made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    lock = threading.Lock()
+
+    def get(obj: K) -> V:
+        with lock:
+            got = made.get(obj)
+            if got is None:
+                got = made[obj] = factory(obj)
+            return got
+
+    return get

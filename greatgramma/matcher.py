@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import operator
-import threading
-import weakref
 from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -12,8 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from .cache import per_object
 from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
+from .jump_forward import MAX_FORCED_BYTES, MAX_WITHHELD_TOKENS, Tokenize, ff_tokens, forced_bytes
 from .masker import Masker, State
 
 __all__ = ["Matcher", "RollbackError", "fill_next_token_bitmasks"]
@@ -23,17 +23,7 @@ class RollbackError(GreatGrammaError, ValueError):
     """``rollback(n)`` asked to undo more tokens than the matcher remembers."""
 
 
-_maskers: weakref.WeakKeyDictionary[CompiledGrammar, Masker] = weakref.WeakKeyDictionary()
-_maskers_lock = threading.Lock()
-
-
-def _shared_masker(compiled: CompiledGrammar) -> Masker:
-    """One Masker per compiled grammar, so that all matchers of a grammar share its mask caches."""
-    with _maskers_lock:
-        masker = _maskers.get(compiled)
-        if masker is None:
-            masker = _maskers[compiled] = Masker(compiled)
-        return masker
+_shared_masker = per_object(Masker)  # one Masker per compiled grammar: its matchers share the mask caches
 
 
 class Matcher:
@@ -152,6 +142,28 @@ class Matcher:
     def expected(self) -> list[str]:
         """Names of the terminals that may come next (for messages)."""
         return self._masker.expected(self.state)
+
+    # ------------------------------------------------------------ jump-forward
+
+    def find_jump_forward_bytes(self, max_bytes: int = MAX_FORCED_BYTES) -> bytes:
+        """The bytes every valid continuation begins with (at most ``max_bytes``), stopping where EOS
+        is allowed; b"" when there is a choice now. May end inside a UTF-8 character
+        (:func:`~greatgramma.jump_forward.forced_bytes`). Does not change the state."""
+        return forced_bytes(self._masker, self.state, max_bytes=max_bytes)
+
+    def compute_ff_tokens(
+        self, tokenize: Tokenize | None = None, *, max_tokens: int = MAX_WITHHELD_TOKENS, max_bytes: int = MAX_FORCED_BYTES
+    ) -> list[int]:
+        """Fast-forward tokens: a tokenization of the forced bytes, less the trailing tokens that an
+        allowed longer token could replace (llguidance's rule,
+        :func:`~greatgramma.jump_forward.ff_tokens`). Each is accepted in turn; the engine appends
+        them with ``accept_tokens`` and runs them through the model like a short prefill. Does not
+        change the state. ``tokenize``: bytes -> ids as the model's tokenizer spells them (default:
+        longest match over the vocabulary; :func:`greatgramma.tokenize.bytes_tokenizer` wraps a
+        Hugging Face tokenizer)."""
+        state = self.state
+        forced = forced_bytes(self._masker, state, max_bytes=max_bytes)
+        return ff_tokens(self._masker, state, forced, tokenize, max_tokens=max_tokens)
 
     # ------------------------------------------------------------ masks
 

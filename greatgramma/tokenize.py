@@ -145,3 +145,17 @@ def _first_difference(
         f"the tokenizer does not reproduce its bytes{hint}; they first differ at {_at(target, best)}: "
         f"the text has {target[best:best + 12]!r}, the tokens spell {best_spelled[best:best + 12]!r}"
     )
+
+
+def bytes_tokenizer(tokenizer: Any, token_bytes: Sequence[bytes | None]) -> Any:
+    """A bytes -> ids function for jump-forward (:meth:`Matcher.compute_ff_tokens`) from a
+    `tokenizers.Tokenizer`: it encodes the longest prefix of the bytes that is whole UTF-8
+    characters (a tokenizer reads text), so its ids may spell less than it was given."""
+
+    def tokenize(data: bytes) -> list[int]:
+        text = data.decode("utf-8", errors="ignore")
+        while not data.startswith(text.encode("utf-8")):  # a bad byte inside: keep what comes before it
+            text = text[:-1]
+        return encode_exact(tokenizer, text, token_bytes) if text else []
+
+    return tokenize

@@ -222,3 +222,51 @@ def test_gg_generate_cli(tmp_path: Path, model, llama3: gg.Vocabulary) -> None:
 
     for tok in encode_exact(load_tokenizer(LLAMA3), text, llama3.token_bytes):
         state = masker.advance(state, tok)  # the output is a viable prefix (raises otherwise)
+
+
+class CountingProcessor(GrammarLogitsProcessor):
+    """Records, per call, whether the masks had been prefetched."""
+
+    def __call__(self, input_ids, scores):
+        self.prefetched = getattr(self, "prefetched", []) + [self._ahead is not None]
+        return super().__call__(input_ids, scores)
+
+
+@needs_llama3
+def test_prefetched_masks_give_the_same_generation(llama3: gg.Vocabulary, model) -> None:
+    """With the prefetcher as a stopping criterion, masks are computed before the forward pass,
+    and generation is token for token what it is without it."""
+    grammar = GRAMMARS["json"]
+    compiled = gg.compile(gg.Grammar(grammar), llama3)
+    prompt = torch.tensor([[128000, 128000]])
+    eos = list(llama3.eos_token_ids)
+    outs = []
+    for prefetch in (False, True):
+        torch.manual_seed(3)
+        proc = CountingProcessor(compiled)
+        stopping = transformers.StoppingCriteriaList([proc.prefetcher()] if prefetch else [])
+        out = model.generate(
+            prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=25, do_sample=True,
+            logits_processor=transformers.LogitsProcessorList([Bias(llama3), proc]), stopping_criteria=stopping,
+            eos_token_id=eos, pad_token_id=eos[0],
+        )
+        outs.append(out.tolist())
+        assert len(proc.prefetched) > 1
+        assert sum(proc.prefetched) == (len(proc.prefetched) - 1 if prefetch else 0)  # all calls after the first
+    assert outs[0] == outs[1]
+    check_outputs(compiled, grammar, [row[prompt.shape[1] :] for row in outs[1]])
+
+
+def test_prefetch_by_hand(calc_compiled) -> None:
+    v = calc_compiled.vocab.vocab_size
+    one, plus = (CALC_TOKENS.index(p) for p in (b"1", b"+"))
+    proc, plain = GrammarLogitsProcessor(calc_compiled), GrammarLogitsProcessor(calc_compiled)
+    stop = proc.prefetcher()
+    ids = torch.tensor([[7]])
+    for tok in (one, plus, one):
+        assert torch.equal(proc(ids, torch.zeros(1, v)), plain(ids, torch.zeros(1, v)))
+        ids = torch.cat([ids, torch.tensor([[tok]])], 1)
+        assert not stop(ids, torch.zeros(1, v)).any()  # never stops generation
+        assert proc._ahead is not None and proc._ahead[0] == ids.shape[1]
+    assert torch.equal(proc(ids, torch.zeros(1, v)), plain(ids, torch.zeros(1, v)))
+    assert proc._ahead is None and proc.matchers[0].is_complete()

@@ -1,0 +1,133 @@
+"""Inter-token latency of running sequences while new grammars compile: compiling on a thread of the
+serving process versus in worker processes (``GrammarCache(workers=N)``).
+
+Decoding threads stand in for an engine's running requests: each walks a JSON program's tokens
+with its own Matcher (one shared compiled grammar), computes the mask, sleeps ``--forward-ms``
+for the model's forward pass (which releases the GIL, as a GPU forward pass does), and accepts
+the token; the gap between two of a thread's tokens is one inter-token latency. Meanwhile
+``--grammars`` new grammars (the benchmark's JSON, Go and Java grammars, each made distinct by a
+comment) are requested through a GrammarCache. Reported: p50/p99/max of the gaps while the
+compiles run, and the seconds until all compiled.
+
+    python -m eval.compile_stall                    # thread vs 2 worker processes, writes eval/out/
+    python -m eval.compile_stall --update-results   # rewrites eval/compile_stall.json and .md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import threading
+import time
+
+import numpy as np
+
+from eval.paths import ROOT, bench_grammar, markdown_table, programs, tokenizer_file, write_results
+
+RESULTS = ROOT / "eval" / "compile_stall.json"
+
+
+def decode_loop(compiled, ids: list[int], stop: threading.Event, gaps: list[float], forward_s: float) -> None:
+    """One running sequence: mask, forward pass (sleep), accept; the program again when it ends."""
+    import greatgramma as gg
+
+    matcher = gg.Matcher(compiled)
+    last = time.perf_counter()
+    i = 0
+    while not stop.is_set():
+        matcher.next_token_mask()
+        time.sleep(forward_s)
+        if i == len(ids):
+            matcher.reset()
+            i = 0
+        matcher.accept_token(ids[i])
+        i += 1
+        now = time.perf_counter()
+        gaps.append((now, now - last))
+        last = now
+
+
+def run(mode_workers: int, n_grammars: int, n_seqs: int, forward_ms: float, seed: int) -> dict:
+    import greatgramma as gg
+    from greatgramma.serving import GrammarCache
+    from greatgramma.tokenize import encode_exact, load_tokenizer
+
+    tok = tokenizer_file("llama3")
+    vocab = gg.Vocabulary.from_file(tok)
+    running = gg.compile(gg.Grammar.from_file(ROOT / "grammars" / "json.lark"), vocab)
+    ids = encode_exact(load_tokenizer(tok), programs("json")[0].read_text(encoding="utf-8"), vocab.token_bytes)
+    sources = [bench_grammar(name).read_text(encoding="utf-8") for name in ("json", "go", "java")]
+    new = [sources[k % 3] + f"\n// request {seed}-{k}\n" for k in range(n_grammars)]
+
+    with GrammarCache(vocab, workers=mode_workers, max_entries=n_grammars) as cache:
+        if mode_workers:  # start the workers first, as a server does at start-up
+            cache.get('start: "warm"\n', timeout=120)
+        stop = threading.Event()
+        gaps: list[list] = [[] for _ in range(n_seqs)]
+        threads = [
+            threading.Thread(target=decode_loop, args=(running, ids, stop, gaps[k], forward_ms / 1000))
+            for k in range(n_seqs)
+        ]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)  # steady state before the compiles
+        t0 = time.perf_counter()
+        futures = [cache.get_async(text) for text in new]
+        for f in futures:
+            f.result(timeout=600)
+        t1 = time.perf_counter()
+        time.sleep(0.5)
+        stop.set()
+        for t in threads:
+            t.join()
+    during = np.array([g for seq in gaps for (at, g) in seq if t0 <= at <= t1]) * 1000
+    before = np.array([g for seq in gaps for (at, g) in seq if at < t0]) * 1000
+    return {
+        "compile_in": f"{mode_workers} worker processes" if mode_workers else "a thread of this process",
+        "workers": mode_workers,
+        "grammars": n_grammars,
+        "sequences": n_seqs,
+        "forward_ms": forward_ms,
+        "compile_all_s": t1 - t0,
+        "tokens_during": int(len(during)),
+        "gap_before_p50_ms": float(np.percentile(before, 50)),
+        "gap_before_p99_ms": float(np.percentile(before, 99)),
+        "gap_during_p50_ms": float(np.percentile(during, 50)),
+        "gap_during_p99_ms": float(np.percentile(during, 99)),
+        "gap_during_max_ms": float(during.max()),
+    }
+
+
+def markdown(cells: list[dict]) -> str:
+    columns = ["compile in", "grammars", "sequences", "all compiled (s)", "gap p50 before / during (ms)",
+               "gap p99 before / during (ms)", "max gap during (ms)"]
+    rows = [
+        [c["compile_in"], c["grammars"], c["sequences"], f"{c['compile_all_s']:.1f}",
+         f"{c['gap_before_p50_ms']:.1f} / {c['gap_during_p50_ms']:.1f}",
+         f"{c['gap_before_p99_ms']:.1f} / {c['gap_during_p99_ms']:.1f}", f"{c['gap_during_max_ms']:.0f}"]
+        for c in cells
+    ]
+    return markdown_table(columns, rows, "lrrrrrr")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workers", nargs="+", type=int, default=[0, 2], help="0: compile on a thread; N: N processes")
+    ap.add_argument("--grammars", type=int, default=10)
+    ap.add_argument("--sequences", type=int, default=4)
+    ap.add_argument("--forward-ms", type=float, default=10.0)
+    ap.add_argument("--update-results", action="store_true", help=f"write {RESULTS.name} and .md in eval/ (else eval/out/)")
+    args = ap.parse_args()
+    cells = []
+    for seed, w in enumerate(args.workers):
+        cells.append(run(w, args.grammars, args.sequences, args.forward_ms, seed))
+        print(json.dumps(cells[-1]), flush=True)
+    out = {"machine": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(), "cells": cells}
+    write_results(RESULTS, args.update_results, out, markdown(cells))
+    print(markdown(cells))
+
+
+if __name__ == "__main__":
+    main()
