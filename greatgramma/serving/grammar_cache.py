@@ -34,7 +34,7 @@ from .compile_worker import GrammarSpec, Stopped, WorkerSlot, remove_quietly
 
 __all__ = ["CompileTimeoutError", "GrammarCache", "GrammarSpec"]
 
-_COMPILE_OPTIONS = frozenset({"max_dfa_states", "max_token_table_entries"})
+_COMPILE_OPTIONS = frozenset({"max_dfa_states", "max_token_table_entries", "max_seconds", "eager"})
 
 
 class CompileTimeoutError(GreatGrammaError, TimeoutError):
@@ -68,7 +68,10 @@ class GrammarCache:
     and its result is dropped). Cancelling a future withdraws its caller; when none is left, a
     compile not started yet is skipped and one in a worker process is killed.
     ``compile_options``: passed to :func:`greatgramma.compile` (``max_dfa_states``,
-    ``max_token_table_entries``); part of the key.
+    ``max_token_table_entries``, ``max_seconds``, ``eager``); part of the key. With worker
+    processes, ``eager=True`` fills the token tables in the worker too (the artifact then holds
+    them), so that decoding in this process never walks the trie; by default they are filled
+    on first use, here.
     """
 
     def __init__(
