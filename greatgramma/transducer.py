@@ -163,18 +163,18 @@ class TokenTransducer:
         if not walked:
             return
         flat, term, nxt = (np.concatenate(x) for x in zip(*walked))
+        dead = term == DEAD
+        memo[flat[dead]] = DEAD
+        flat, term, nxt = flat[~dead], term[~dead], nxt[~dead]
         pos = flat - offsets[self.trie.position_string[flat]]
         order = np.argsort((self.trie.matrix.shape[1] - pos).astype(np.int16), kind="stable")  # radix sort
-        counts = np.bincount(pos, minlength=self.trie.matrix.shape[1] + 1)[::-1]
-        for sel in np.split(order, np.cumsum(counts)[:-1]):  # continuations are further on: done before
-            if not len(sel):
-                continue
+        levels = np.split(order, np.flatnonzero(np.diff(pos[order])) + 1) if len(order) else []
+        for sel in levels:  # by position in the string, last first: continuations are further on
             t, n, at = term[sel], nxt[sel], flat[sel]
             is_end = t == END
             memo[at[is_end]] = self.outcomes.intern_many(t[is_end], n[is_end])
-            brk = t >= 0
+            brk = ~is_end
             memo[at[brk]] = self._emit(t[brk], memo[n[brk]].astype(np.int64))
-            memo[at[t == DEAD]] = DEAD
 
     def _first_lexemes(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """From the start state at each position: the break terminal and the position the rest
@@ -182,37 +182,38 @@ class TokenTransducer:
         state the string ends in, or DEAD."""
         trie, lexer = self.trie, self.lexer
         delta, accept_next, risky = lexer.delta, lexer.accept_next, lexer.risky
-        lengths, offsets, matrix = trie.lengths, trie.offsets, trie.matrix
+        data = trie.flat_bytes
         res_term = np.full(len(flat), DEAD, dtype=np.int64)  # break terminal, END, or DEAD
         res_next = np.full(len(flat), DEAD, dtype=np.int64)  # flat position to continue at, or end state
-        string = trie.position_string[flat].astype(np.int64)
-        pos = flat - offsets[string]
-        state = delta[0, matrix[string, pos]].astype(np.int64)
-        alive = state != DEAD
-        idx = np.flatnonzero(alive)
-        string, pos, state = string[alive], pos[alive] + 1, state[alive]
-        la_off = np.full(len(idx), -1, dtype=np.int64)  # last point the lexeme could end (-1: none)
+        state = delta[0, data[flat]].astype(np.int64)
+        idx = np.flatnonzero(state != DEAD)  # (most strings die at their first byte)
+        at, state = flat[idx] + 1, state[idx]  # ``at``: flat position of the next byte
+        string = trie.position_string[at - 1].astype(np.int64)
+        stop = trie.offsets[string + 1]
+        la_at = np.full(len(idx), -1, dtype=np.int64)  # flat position where the lexeme could last end (-1: none)
         la_term = np.full(len(idx), DEAD, dtype=np.int64)
         while len(idx):
-            done = pos == lengths[string]
-            res_term[idx[done]] = END
-            res_next[idx[done]] = self.end_states(state[done], la_term[done], string[done], la_off[done])
-            go = ~done
-            idx, string, pos, state, la_off, la_term = idx[go], string[go], pos[go], state[go], la_off[go], la_term[go]
-            byte = matrix[string, pos]
+            done = at == stop
+            if done.any():
+                res_term[idx[done]] = END
+                off = np.where(la_at[done] >= 0, la_at[done] - trie.offsets[string[done]], -1)
+                res_next[idx[done]] = self.end_states(state[done], la_term[done], string[done], off)
+                go = ~done
+                idx, string, at, stop, state, la_at, la_term = (x[go] for x in (idx, string, at, stop, state, la_at, la_term))
+            byte = data[at]
             nxt = delta[state, byte].astype(np.int64)
             here = accept_next[state, byte].astype(np.int64)
             brk = nxt == DEAD
-            back = brk & (here == DEAD) & (la_off >= 0)  # back up to the last possible end
+            back = brk & (here == DEAD) & (la_at >= 0)  # back up to the last possible end
             res_term[idx[brk]] = np.where(back[brk], la_term[brk], here[brk])
-            res_next[idx[brk]] = offsets[string[brk]] + np.where(back[brk], la_off[brk], pos[brk])
+            res_next[idx[brk]] = np.where(back[brk], la_at[brk], at[brk])
             go = ~brk
-            idx, string, pos, state = idx[go], string[go], pos[go], state[go]
-            la_off, la_term, here, nxt = la_off[go], la_term[go], here[go], nxt[go]
+            idx, string, at, stop, state = idx[go], string[go], at[go], stop[go], state[go]
+            la_at, la_term, here, nxt = la_at[go], la_term[go], here[go], nxt[go]
             ends = here != DEAD
-            la_off, la_term = np.where(ends, pos, la_off), np.where(ends, here, la_term)
-            la_off = np.where(risky[nxt], la_off, -1)
-            pos, state = pos + 1, nxt
+            la_at, la_term = np.where(ends, at, la_at), np.where(ends, here, la_term)
+            la_at = np.where(risky[nxt], la_at, -1)
+            at, state = at + 1, nxt
         return res_term, res_next
 
     def end_states(self, state: np.ndarray, term: np.ndarray, string: np.ndarray, off: np.ndarray) -> np.ndarray:

@@ -50,6 +50,34 @@ class TokenTrie:
         return len(self.strings)
 
     @cached_property
+    def flat_bytes(self) -> np.ndarray:
+        """uint8 per flat byte position (``offsets[s] + j``): the strings' bytes end to end (derived, computed once)."""
+        return np.frombuffer(b"".join(self.strings), dtype=np.uint8)
+
+    @cached_property
+    def first_bytes(self) -> np.ndarray:
+        """uint8 per string: its first byte (strings are sorted: each first byte is one range of them)."""
+        return np.ascontiguousarray(self.matrix[:, 0])
+
+    @cached_property
+    def first_byte_counts(self) -> np.ndarray:
+        """int64[256]: how many strings start with each byte."""
+        return np.bincount(self.first_bytes, minlength=256)
+
+    def string_of_token(self, vocab_size: int) -> np.ndarray:
+        """int64 per token id below ``vocab_size``: its string, or ``len(self)`` for a token without bytes (cached)."""
+        got = self._string_of_token.get(vocab_size)
+        if got is None:
+            got = np.full(vocab_size, len(self), dtype=np.int64)
+            got[self.token_of_string] = np.repeat(np.arange(len(self)), np.diff(self.token_of_string_ptr))
+            got = self._string_of_token.setdefault(vocab_size, got)
+        return got
+
+    @cached_property
+    def _string_of_token(self) -> dict[int, np.ndarray]:
+        return {}
+
+    @cached_property
     def position_string(self) -> np.ndarray:
         """int32 per flat byte position (``offsets[s] + j``): the string s it belongs to (derived, computed once)."""
         return np.repeat(np.arange(len(self), dtype=np.int32), self.lengths)

@@ -35,10 +35,9 @@ class LexerViews:
     def __init__(self, blocks: BlockTable, vocab_size: int, budget: int, max_entries: int) -> None:
         self._blocks, self._subtrees = blocks, blocks.subtrees
         self._lexer, trie = blocks.subtrees.lexer, blocks.subtrees.trie
-        self._string_of_token = np.full(vocab_size, len(trie), dtype=np.int64)  # len(trie): no string
-        self._string_of_token[trie.token_of_string] = np.repeat(np.arange(len(trie)), np.diff(trie.token_of_string_ptr))
-        self._first_byte = trie.matrix[:, 0]  # strings are sorted, so each first byte is one range of them
-        self._byte_counts = np.bincount(self._first_byte, minlength=256)
+        self._string_of_token = trie.string_of_token(vocab_size)  # len(trie): no string
+        self._first_byte = trie.first_bytes  # strings are sorted, so each first byte is one range of them
+        self._byte_counts = trie.first_byte_counts
         # the suffix rows at offset 0 (what each string does from the start state), filled per first byte
         self._rest0 = np.full(len(trie), DEAD, dtype=np.int64)
         self._rest0_known = np.zeros(256, dtype=bool)
@@ -54,7 +53,8 @@ class LexerViews:
         marked in ``first_bytes`` (bool[256])."""
         todo = first_bytes & ~self._rest0_known
         if todo.any():
-            strings = np.flatnonzero(todo[self._first_byte])
+            live = todo & (self._lexer.delta[0] != DEAD)  # (strings whose first byte is dead from the start stay DEAD)
+            strings = np.flatnonzero(live[self._first_byte])
             rows = self._subtrees.transducer.rows_at(self._subtrees.trie.offsets[strings])
             self._rest0[strings] = rows
             self._byte_has_rest0[self._first_byte[strings[rows != DEAD]]] = True
