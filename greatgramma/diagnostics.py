@@ -541,13 +541,16 @@ class Conflict(NamedTuple):
     prefix: str  # a shortest input (terminals) that leads to the conflict
 
 
-def lalr_conflicts(parts: GrammarParts, start: str, shortest: dict[str, tuple[int, Rule]]) -> list[Conflict]:
+def lalr_conflicts(
+    parts: GrammarParts, start: str, shortest: dict[str, tuple[int, Rule]], lark_obj=None
+) -> list[Conflict]:
     """Every LALR(1) conflict of the rules, as Lark's analysis sees them (rule priorities applied).
 
     Reduce/reduce conflicts come first (Lark refuses them), then shift/reduce (Lark shifts);
-    each kind in the order of the states' shortest paths from the start.
+    each kind in the order of the states' shortest paths from the start. ``lark_obj``: the
+    grammar as Lark built it, whose kept analysis is read instead of analysing again.
     """
-    lalr = lark_adapter.lalr_states(parts.rules, start)
+    lalr = lark_adapter.lalr_states(parts.rules, start, lark_obj)
     paths = _paths_to_states(lalr)
 
     def prefix_of(state: int) -> str:

@@ -135,7 +135,7 @@ class Grammar:
     def lark(self) -> lark_adapter.Lark:
         """The grammar compiled by Lark with the LALR parser and basic lexer (the reference semantics)."""
         try:
-            return lark_adapter.build_lark(self.text, self.start)
+            return lark_adapter.build_lark(self.text, self.start, keep_analysis=self.strict)
         except MemoryError:
             raise
         except Exception as exc:  # noqa: BLE001 - Lark raises many kinds (LarkError, OSError, re.error...)
@@ -242,6 +242,7 @@ class Grammar:
         if dead_end is not None:
             raise dead_end
         if self.strict:
-            conflicts = diagnostics.lalr_conflicts(self._parts, self.start, shortest)
+            conflicts = diagnostics.lalr_conflicts(self._parts, self.start, shortest, self.lark)
+            self.lark.__dict__.pop("greatgramma_analysis", None)  # read once: let it go
             if conflicts:
                 raise diagnostics.conflict_error(self._site, conflicts)

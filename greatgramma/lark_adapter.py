@@ -10,6 +10,7 @@ release is refused at import, with the versions to install.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -26,6 +27,7 @@ from lark.grammar import Terminal as LarkTerminal
 from lark.lexer import PatternStr
 from lark.load_grammar import _TERMINAL_NAMES as LARK_PUNCTUATION_NAMES
 from lark.load_grammar import load_grammar
+from lark.parsers import lalr_parser as _lalr_parser
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
 from .errors import INDENTER_HINT, GrammarError
@@ -129,12 +131,33 @@ class LalrStates(NamedTuple):
     start: int
 
 
-def build_lark(text: str, start: str) -> lark.Lark:
+class _KeptAnalyzer(LALR_Analyzer):
+    """Lark's LALR analyzer, remembered (per thread) as Lark builds a grammar's parser, so that
+    :func:`lalr_states` can read its lookaheads instead of running the analysis again."""
+
+    def __init__(self, parser_conf: ParserConf, *args, **kwargs) -> None:
+        super().__init__(parser_conf, *args, **kwargs)
+        self.greatgramma_rules = parser_conf.rules
+        _ANALYZED.last = self
+
+
+_ANALYZED = threading.local()
+_lalr_parser.LALR_Analyzer = _KeptAnalyzer  # the name Lark's LALR_Parser builds its analyzer through
+
+
+def build_lark(text: str, start: str, *, keep_analysis: bool = False) -> lark.Lark:
     """The grammar compiled by Lark with the LALR parser and basic lexer (the reference semantics).
 
-    Raises whatever Lark raises (``LarkError`` subclasses, but also ``OSError``, ``re.error``...).
+    ``keep_analysis``: keep Lark's LALR analysis on the result, for :func:`lalr_states` (its
+    conflicts) without a second analysis. Raises whatever Lark raises (``LarkError``
+    subclasses, but also ``OSError``, ``re.error``...).
     """
-    return lark.Lark(text, parser="lalr", lexer="basic", start=start)
+    _ANALYZED.last = None
+    built = lark.Lark(text, parser="lalr", lexer="basic", start=start)
+    analyzer, _ANALYZED.last = _ANALYZED.last, None  # the last one made: ours (Lark's own grammar comes first)
+    if keep_analysis and analyzer is not None and analyzer.greatgramma_rules is built.rules:
+        built.greatgramma_analysis = analyzer
+    return built
 
 
 def grammar_parts(lark_obj: lark.Lark) -> GrammarParts:
@@ -184,25 +207,30 @@ def lexer_terminals(lark_obj: lark.Lark) -> list[TerminalSpec]:
     ]
 
 
-def lalr_states(rules: Sequence[Rule], start: str) -> LalrStates:
+def lalr_states(rules: Sequence[Rule], start: str, lark_obj: lark.Lark | None = None) -> LalrStates:
     """Lark's LALR(1) analysis of ``rules`` (before it resolves any conflict), as plain data.
 
-    Runs the phases of ``LALR_Analyzer`` up to the lookaheads (DeRemer and Pennello's LALR(1)
-    lookahead sets, as Lark computes them) and stops before Lark builds its table, so that the
-    conflicts Lark would resolve or refuse can all be seen.
+    Reads the analysis ``build_lark(..., keep_analysis=True)`` kept on ``lark_obj`` (whose rules
+    ``rules`` are), or runs the phases of ``LALR_Analyzer`` up to the lookaheads (DeRemer and
+    Pennello's LALR(1) lookahead sets, as Lark computes them), stopping before Lark builds its
+    table, so that the conflicts Lark would resolve or refuse can all be seen.
     """
-    ours = {}
-    lark_rules = []
-    for r in rules:
-        expansion = [LarkTerminal(s.name) if s.is_term else LarkNonTerminal(s.name) for s in r.expansion]
-        lark_rule = LarkRule(LarkNonTerminal(r.origin), expansion, options=LarkRuleOptions(priority=r.priority or None))
-        ours[lark_rule] = r
-        lark_rules.append(lark_rule)
-    analyzer = LALR_Analyzer(ParserConf(lark_rules, {}, [start]))
-    analyzer.compute_lr0_states()
-    analyzer.compute_reads_relations()
-    analyzer.compute_includes_lookback()
-    analyzer.compute_lookaheads()
+    analyzer = getattr(lark_obj, "greatgramma_analysis", None)
+    if analyzer is not None:  # Lark's own lookaheads (building its table does not change them)
+        ours = dict(zip(analyzer.greatgramma_rules, rules))
+    else:
+        ours = {}
+        lark_rules = []
+        for r in rules:
+            expansion = [LarkTerminal(s.name) if s.is_term else LarkNonTerminal(s.name) for s in r.expansion]
+            lark_rule = LarkRule(LarkNonTerminal(r.origin), expansion, options=LarkRuleOptions(priority=r.priority or None))
+            ours[lark_rule] = r
+            lark_rules.append(lark_rule)
+        analyzer = LALR_Analyzer(ParserConf(lark_rules, {}, [start]))
+        analyzer.compute_lr0_states()
+        analyzer.compute_reads_relations()
+        analyzer.compute_includes_lookback()
+        analyzer.compute_lookaheads()
 
     def rule_of(lark_rule) -> Rule:  # Lark's added root rule ($root_start) comes after the grammar's
         return ours[lark_rule] if lark_rule in ours else _rule(len(rules), lark_rule)

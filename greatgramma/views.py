@@ -29,6 +29,9 @@ class LexerView:
     limit: int  # 1 + the largest code (a status vector has at least these entries)
 
 
+_NONE = -(1 << 29)  # a code part that keeps any sum with another part negative (dead); codes stay below 2**29
+
+
 class LexerViews:
     """Views by lexer state, cached in ``budget`` bytes (4 bytes per token each) and ``max_entries``."""
 
@@ -38,8 +41,9 @@ class LexerViews:
         self._string_of_token = trie.string_of_token(vocab_size)  # len(trie): no string
         self._first_byte = trie.first_bytes  # strings are sorted, so each first byte is one range of them
         self._byte_counts = trie.first_byte_counts
-        # the suffix rows at offset 0 (what each string does from the start state), filled per first byte
-        self._rest0 = np.full(len(trie), DEAD, dtype=np.int64)
+        # the suffix rows at offset 0 (what each string does from the start state), filled per first
+        # byte, as the part of a status code the row makes (_NONE: the string is dead from the start)
+        self._rest0_code = np.full(len(trie), _NONE, dtype=np.int32)
         self._rest0_known = np.zeros(256, dtype=bool)
         self._byte_has_rest0 = np.zeros(256, dtype=bool)  # some string starting with the byte is alive from start
         self._ignored_arr = self._subtrees.ignored  # index DEAD (-1): not ignored
@@ -49,17 +53,20 @@ class LexerViews:
         return {"views": self._views}
 
     def _rows_from_start(self, first_bytes: np.ndarray) -> np.ndarray:
-        """The suffix rows at offset 0, known at least for the strings that start with the bytes
-        marked in ``first_bytes`` (bool[256])."""
+        """Per string, the part of its status code that its suffix row at offset 0 makes (``_NONE``
+        where it is dead from the start), known at least for the strings that start with the
+        bytes marked in ``first_bytes`` (bool[256])."""
         todo = first_bytes & ~self._rest0_known
         if todo.any():
             live = todo & (self._lexer.delta[0] != DEAD)  # (strings whose first byte is dead from the start stay DEAD)
             strings = np.flatnonzero(live[self._first_byte])
             rows = self._subtrees.transducer.rows_at(self._subtrees.trie.offsets[strings])
-            self._rest0[strings] = rows
-            self._byte_has_rest0[self._first_byte[strings[rows != DEAD]]] = True
+            alive = rows != DEAD
+            layout = self._blocks.layout
+            self._rest0_code[strings[alive]] = layout.row_codes(NO_TERM, rows[alive]) - layout.row_codes(NO_TERM, 0)
+            self._byte_has_rest0[self._first_byte[strings[alive]]] = True
             self._rest0_known |= todo
-        return self._rest0
+        return self._rest0_code
 
     def view(self, x: int) -> LexerView:
         """Assembled from per-first-byte blocks shared between lexer states (cheap on first use)."""
@@ -77,9 +84,13 @@ class LexerViews:
             restart = (delta == DEAD) & (accept_next != DEAD)
             first_of_byte = np.where(self._ignored_arr[accept_next], NO_TERM, accept_next).astype(np.int64)
         rest0 = self._rows_from_start(restart)
-        by_string = np.full(len(rest0) + 1, layout.dead, dtype=np.int32)
-        runs = np.repeat(restart, counts) & (rest0 != DEAD)  # overwritten below where the byte continues the lexeme
-        by_string[:-1][runs] = layout.row_codes(np.repeat(first_of_byte, counts)[runs], rest0[runs])
+        # strings that run from the start state: their first terminal's code plus their row's part
+        # (negative, so dead, where either is none); the others are overwritten below
+        by_string = np.empty(len(rest0) + 1, dtype=np.int32)
+        starts = np.where(restart, layout.row_codes(first_of_byte, 0), _NONE).astype(np.int32)
+        np.add(np.repeat(starts, counts), rest0, out=by_string[:-1])
+        np.maximum(by_string, layout.dead, out=by_string)
+        by_string[-1] = layout.dead
         firsts = set(first_of_byte[restart & self._byte_has_rest0].tolist())
         ends: set[int] = set()
         fallback = np.zeros(len(rest0) + 1, dtype=bool)
