@@ -6,10 +6,15 @@ with its own Matcher (one shared compiled grammar), computes the mask, sleeps ``
 for the model's forward pass (which releases the GIL, as a GPU forward pass does), and accepts
 the token; the gap between two of a thread's tokens is one inter-token latency. Meanwhile
 ``--grammars`` new grammars (the benchmark's JSON, Go and Java grammars, each made distinct by a
-comment) are requested through a GrammarCache. Reported: p50/p99/max of the gaps while the
-compiles run, and the seconds until all compiled.
+comment) are requested through a GrammarCache, and as each arrives a new sequence starts decoding
+a program of its language with it: its first masks fill the tables a lazily compiled grammar
+left for first use, in this process. Reported: p50/p99/max of the gaps from the first request
+until every new sequence has made ``--new-tokens`` tokens, and the seconds until all compiled.
+Modes ``WORKERS:lazy|eager``: compile on a thread (0) or in N processes, with the token tables
+filled on first use (``gg.compile``'s default) or in the compile (``eager=True``; in a worker
+process the artifact then carries them).
 
-    python -m eval.compile_stall                    # thread vs 2 worker processes, writes eval/out/
+    python -m eval.compile_stall                    # the four modes, writes eval/out/
     python -m eval.compile_stall --update-results   # rewrites eval/compile_stall.json and .md
 """
 
@@ -29,14 +34,15 @@ from eval.paths import ROOT, bench_grammar, markdown_table, programs, tokenizer_
 RESULTS = ROOT / "eval" / "compile_stall.json"
 
 
-def decode_loop(compiled, ids: list[int], stop: threading.Event, gaps: list[float], forward_s: float) -> None:
-    """One running sequence: mask, forward pass (sleep), accept; the program again when it ends."""
+def decode_loop(compiled, ids: list[int], stop: threading.Event, gaps: list, forward_s: float, limit: int = 0) -> None:
+    """One running sequence: mask, forward pass (sleep), accept; the program again when it ends
+    (``limit``: stop after that many tokens)."""
     import greatgramma as gg
 
     matcher = gg.Matcher(compiled)
     last = time.perf_counter()
     i = 0
-    while not stop.is_set():
+    while not stop.is_set() and not (limit and len(gaps) >= limit):
         matcher.next_token_mask()
         time.sleep(forward_s)
         if i == len(ids):
@@ -49,19 +55,25 @@ def decode_loop(compiled, ids: list[int], stop: threading.Event, gaps: list[floa
         last = now
 
 
-def run(mode_workers: int, n_grammars: int, n_seqs: int, forward_ms: float, seed: int) -> dict:
+def run(mode: str, n_grammars: int, n_seqs: int, forward_ms: float, seed: int, new_tokens: int) -> dict:
     import greatgramma as gg
     from greatgramma.serving import GrammarCache
     from greatgramma.tokenize import encode_exact, load_tokenizer
 
+    workers, fill = mode.split(":")
+    mode_workers = int(workers)
     tok = tokenizer_file("llama3")
     vocab = gg.Vocabulary.from_file(tok)
+    hf = load_tokenizer(tok)
+    langs = ("json", "go", "java")
+    walks = {g: encode_exact(hf, programs(g)[0].read_text(encoding="utf-8"), vocab.token_bytes) for g in langs}
     running = gg.compile(gg.Grammar.from_file(ROOT / "grammars" / "json.lark"), vocab)
-    ids = encode_exact(load_tokenizer(tok), programs("json")[0].read_text(encoding="utf-8"), vocab.token_bytes)
-    sources = [bench_grammar(name).read_text(encoding="utf-8") for name in ("json", "go", "java")]
+    ids = walks["json"]
+    sources = [bench_grammar(name).read_text(encoding="utf-8") for name in langs]
     new = [sources[k % 3] + f"\n// request {seed}-{k}\n" for k in range(n_grammars)]
+    options = {"eager": fill == "eager"}
 
-    with GrammarCache(vocab, workers=mode_workers, max_entries=n_grammars) as cache:
+    with GrammarCache(vocab, workers=mode_workers, max_entries=n_grammars, compile_options=options) as cache:
         if mode_workers:  # start the workers first, as a server does at start-up
             cache.get('start: "warm"\n', timeout=120)
         stop = threading.Event()
@@ -75,18 +87,28 @@ def run(mode_workers: int, n_grammars: int, n_seqs: int, forward_ms: float, seed
         time.sleep(1.0)  # steady state before the compiles
         t0 = time.perf_counter()
         futures = [cache.get_async(text) for text in new]
-        for f in futures:
-            f.result(timeout=600)
+        started = []
+        for k, f in enumerate(futures):  # each new request starts decoding once its grammar is there
+            compiled = f.result(timeout=600)
+            gaps.append([])
+            started.append(threading.Thread(
+                target=decode_loop, args=(compiled, walks[langs[k % 3]], stop, gaps[-1], forward_ms / 1000, new_tokens)
+            ))
+            started[-1].start()
         t1 = time.perf_counter()
-        time.sleep(0.5)
+        for t in started:
+            t.join()
+        t2 = time.perf_counter()
         stop.set()
         for t in threads:
             t.join()
-    during = np.array([g for seq in gaps for (at, g) in seq if t0 <= at <= t1]) * 1000
+    during = np.array([g for seq in gaps for (at, g) in seq if t0 <= at <= t2]) * 1000
     before = np.array([g for seq in gaps for (at, g) in seq if at < t0]) * 1000
     return {
-        "compile_in": f"{mode_workers} worker processes" if mode_workers else "a thread of this process",
+        "compile_in": (f"{mode_workers} worker processes" if mode_workers else "a thread of this process") + f", {fill}",
         "workers": mode_workers,
+        "tables": fill,
+        "new_tokens": new_tokens,
         "grammars": n_grammars,
         "sequences": n_seqs,
         "forward_ms": forward_ms,
@@ -114,15 +136,17 @@ def markdown(cells: list[dict]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workers", nargs="+", type=int, default=[0, 2], help="0: compile on a thread; N: N processes")
+    ap.add_argument("--modes", nargs="+", default=["0:lazy", "0:eager", "2:lazy", "2:eager"],
+                    help="WORKERS:lazy|eager (0 workers: compile on a thread)")
+    ap.add_argument("--new-tokens", type=int, default=100, help="tokens each new request decodes")
     ap.add_argument("--grammars", type=int, default=10)
     ap.add_argument("--sequences", type=int, default=4)
     ap.add_argument("--forward-ms", type=float, default=10.0)
     ap.add_argument("--update-results", action="store_true", help=f"write {RESULTS.name} and .md in eval/ (else eval/out/)")
     args = ap.parse_args()
     cells = []
-    for seed, w in enumerate(args.workers):
-        cells.append(run(w, args.grammars, args.sequences, args.forward_ms, seed))
+    for seed, mode in enumerate(args.modes):
+        cells.append(run(mode, args.grammars, args.sequences, args.forward_ms, seed, args.new_tokens))
         print(json.dumps(cells[-1]), flush=True)
     out = {"machine": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(), "cells": cells}
     write_results(RESULTS, args.update_results, out, markdown(cells))
