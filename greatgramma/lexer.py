@@ -146,21 +146,19 @@ def _edge_masks(nfa: ByteNFA) -> set[int]:
 
 
 def _byte_classes(nfas: list[ByteNFA]) -> tuple[np.ndarray, list[int]]:
-    """Partition 0..255 so that every NFA edge accepts whole classes and every lookahead byte is alone."""
+    """Partition 0..255 so that every NFA edge accepts whole classes and every lookahead byte is
+    alone: bytes that every edge mask takes or leaves alike; classes numbered by their smallest byte."""
     masks = set().union(*map(_edge_masks, nfas))
     masks |= {1 << b for nfa in nfas for g in nfa.guards for b in g}
-    parts = [(1 << 256) - 1]
-    for m in masks:
-        nxt = []
-        for p in parts:
-            a, b = p & m, p & ~m
-            nxt.extend(x for x in (a, b) if x)
-        parts = nxt
-    class_of_byte = np.zeros(256, dtype=np.int32)
-    for c, p in enumerate(parts):
-        for b in range(256):
-            if p >> b & 1:
-                class_of_byte[b] = c
+    if not masks:
+        return np.zeros(256, dtype=np.int32), [(1 << 256) - 1]
+    raw = b"".join(m.to_bytes(32, "little") for m in masks)
+    member = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, 32), axis=1, bitorder="little")  # [mask, byte]
+    _, first, labels = np.unique(member.T, axis=0, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    class_of_byte = rank[labels.reshape(-1)].astype(np.int32)
+    parts = [int.from_bytes(np.packbits(class_of_byte == c, bitorder="little").tobytes(), "little") for c in range(len(first))]
     return class_of_byte, parts
 
 
