@@ -390,18 +390,15 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
         acc = [_accepting(nfa, threads, name) for threads, _ in sets]
     accepting = [a for a, _ in acc]
     # trim: keep states from which an accepting state is reachable
-    live = list(accepting)
-    changed = True
-    while changed:
-        changed = False
-        for q, row in enumerate(trans):
-            if not live[q] and any(t != DEAD and live[t] for t in row):
-                live[q] = changed = True
-    for row in trans:
-        for c, t in enumerate(row):
-            if t != DEAD and not live[t]:
-                row[c] = DEAD
-    return trans, accepting, [n for _, n in acc], live[0]
+    table = np.array(trans, dtype=np.int64).reshape(len(trans), len(parts))
+    live = np.array(accepting, dtype=bool)
+    while True:
+        grown = live | ((table >= 0) & live[np.maximum(table, 0)]).any(axis=1)
+        if (grown == live).all():
+            break
+        live = grown
+    table[(table >= 0) & ~live[np.maximum(table, 0)]] = DEAD
+    return table.tolist(), accepting, [n for _, n in acc], bool(live[0])
 
 
 def _minimize(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
