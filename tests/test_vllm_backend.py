@@ -1,4 +1,4 @@
-"""The vLLM backend (greatgramma.integrations.vllm) against the real vllm==0.33.0, on the CPU, with the Llama-3 tokenizer.
+"""The vLLM backend (greatgramma.integrations.vllm) against the real vllm==0.33.0, on the CPU, with Llama-3's tokenizer.
 
 Every mask the backend writes is compared with a ``gg.Matcher`` compiled apart from it. The
 vLLM objects are real (ModelConfig from a config.json with no weights, VllmConfig,
@@ -28,9 +28,8 @@ import greatgramma as gg  # noqa: E402
 from greatgramma.matcher import RollbackError  # noqa: E402
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
-needs_vllm = pytest.mark.skipif(
-    not HAVE_VLLM, reason="vllm is not installed: run these in the vllm venv (bash eval/serving/setup_vllm.sh)"
-)
+NO_VLLM = "vllm is not installed: run these in the vllm venv (bash eval/serving/setup_vllm.sh)"
+needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason=NO_VLLM)
 
 SCHEMA = {
     "type": "object",
@@ -88,7 +87,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def vllm_env(model_dir: Path):
     """vLLM with the plugins loaded as its processes load them, and the model's config."""
-    pytest.importorskip("vllm", reason="vllm is not installed: run these in the vllm venv (bash eval/serving/setup_vllm.sh)")
+    pytest.importorskip("vllm", reason=NO_VLLM)
     from vllm.config import ModelConfig
     from vllm.plugins import load_general_plugins
 
@@ -121,7 +120,8 @@ def tokenizer(vllm_env):
 def make_backend(vllm_env, tokenizer, **options):
     from greatgramma.integrations.vllm.backend import GreatGrammaBackend
 
-    return GreatGrammaBackend(make_vllm_config(vllm_env, **options), tokenizer=tokenizer, vocab_size=vllm_env.get_vocab_size())
+    config = make_vllm_config(vllm_env, **options)
+    return GreatGrammaBackend(config, tokenizer=tokenizer, vocab_size=vllm_env.get_vocab_size())
 
 
 @pytest.fixture(scope="module")
@@ -170,8 +170,11 @@ def test_plugin_adds_the_backend_name(vllm_env) -> None:
     from greatgramma.integrations.vllm import SUPPORTED_VLLM_VERSIONS, check_vllm_version
 
     assert check_vllm_version() in SUPPORTED_VLLM_VERSIONS
-    assert "greatgramma" in get_kwargs(StructuredOutputsConfig)["backend"]["choices"]  # --structured-outputs-config.backend
-    config = StructuredOutputsConfig(backend="greatgramma", disable_any_whitespace=True, disable_additional_properties=True)
+    choices = get_kwargs(StructuredOutputsConfig)["backend"]["choices"]  # of --structured-outputs-config.backend
+    assert "greatgramma" in choices
+    config = StructuredOutputsConfig(
+        backend="greatgramma", disable_any_whitespace=True, disable_additional_properties=True
+    )
     assert config.backend == "greatgramma"
     with pytest.raises(ValueError, match="disable_any_whitespace"):
         StructuredOutputsConfig(backend="outlines", disable_any_whitespace=True)  # vLLM's own check still holds

@@ -148,7 +148,7 @@ class GreatGrammaGrammar(StructuredOutputGrammar):
         return True
 
     def validate_tokens(self, tokens: list[int]) -> list[int]:
-        """The longest prefix of ``tokens`` the grammar accepts in a row (up to a stop token); the state is unchanged."""
+        """The longest prefix of ``tokens`` accepted in a row (up to a stop token); the state is unchanged."""
         return tokens[: self.matcher.validate_tokens(self._ids(tokens))]
 
     def rollback(self, num_tokens: int) -> None:

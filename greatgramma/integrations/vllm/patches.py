@@ -62,9 +62,11 @@ def check_anchors() -> None:
         problems.append(f"StructuredOutputsBackend is {literal!r}, not a Literal of backend names")
     if _VALIDATOR not in StructuredOutputsConfig.__pydantic_decorators__.model_validators:
         problems.append(f"StructuredOutputsConfig has no model validator {_VALIDATOR}")
-    _expect_params(problems, SamplingParams, "_validate_structured_outputs", ["self", "model_config", "structured_outputs_config", "tokenizer"])
+    validate = ["self", "model_config", "structured_outputs_config", "tokenizer"]
+    _expect_params(problems, SamplingParams, "_validate_structured_outputs", validate)
     _expect_params(problems, StructuredOutputManager, "grammar_init", ["self", "request"])
-    _expect_params(problems, StructuredOutputBackend, "compile_grammar", ["self", "request_type", "grammar_spec", "stop_token_ids"])
+    compile_params = ["self", "request_type", "grammar_spec", "stop_token_ids"]
+    _expect_params(problems, StructuredOutputBackend, "compile_grammar", compile_params)
     for base, ours in ((StructuredOutputBackend, GreatGrammaBackend), (StructuredOutputGrammar, GreatGrammaGrammar)):
         if ours.__abstractmethods__:
             problems.append(f"{base.__name__} has abstract methods {sorted(ours.__abstractmethods__)} we lack")
@@ -113,7 +115,9 @@ def _wrap(owner: type, name: str, replacement: Callable[..., Any]) -> None:
     setattr(owner, name, method)
 
 
-def _validate_request(original: Callable[..., None], params: SamplingParams, model_config: Any, config: Any, tokenizer: Any) -> None:
+def _validate_request(
+    original: Callable[..., None], params: SamplingParams, model_config: Any, config: Any, tokenizer: Any
+) -> None:
     """SamplingParams._validate_structured_outputs with greatgramma configured: build the request's grammar."""
     request = params.structured_outputs
     if config is None or config.backend != BACKEND_NAME or request is None:
