@@ -18,7 +18,7 @@ import numpy as np
 from .errors import GrammarError, ResourceLimitError, UnsupportedRegexError
 from .codes import DEAD
 from .postlexer import Postlexer
-from .regex import ByteNFA, compile_regex
+from .regex import ByteNFA, compile_regex, literal_bytes
 
 
 @dataclass(frozen=True)
@@ -145,11 +145,13 @@ def _edge_masks(nfa: ByteNFA) -> set[int]:
     return masks
 
 
-def _byte_classes(nfas: list[ByteNFA]) -> tuple[np.ndarray, list[int]]:
-    """Partition 0..255 so that every NFA edge accepts whole classes and every lookahead byte is
-    alone: bytes that every edge mask takes or leaves alike; classes numbered by their smallest byte."""
+def _byte_classes(nfas: list[ByteNFA], alone: set[int] = frozenset()) -> tuple[np.ndarray, list[int]]:
+    """Partition 0..255 so that every NFA edge accepts whole classes and every lookahead byte and
+    byte in ``alone`` (those of string literals) is alone: bytes that every edge mask takes or
+    leaves alike; classes numbered by their smallest byte."""
     masks = set().union(*map(_edge_masks, nfas))
     masks |= {1 << b for nfa in nfas for g in nfa.guards for b in g}
+    masks |= {1 << b for b in alone}
     if not masks:
         return np.zeros(256, dtype=np.int32), [(1 << 256) - 1]
     raw = b"".join(m.to_bytes(32, "little") for m in masks)
@@ -344,6 +346,14 @@ def _ordered_successors(nfa: ByteNFA, cur, classes, reps: list[int], memo: dict)
     return out
 
 
+def _literal_dfa(data: bytes, class_of_byte: np.ndarray, num_classes: int):
+    """``_terminal_dfa`` of a plain string: state i has read ``data[:i]``, only the last accepts."""
+    trans = [[DEAD] * num_classes for _ in range(len(data) + 1)]
+    for i, b in enumerate(data):
+        trans[i][int(class_of_byte[b])] = i + 1
+    return trans, [False] * len(data) + [True], [None] * (len(data) + 1), True
+
+
 def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
     """Subset construction for one terminal, over its threads and its lookbehinds' trackers.
 
@@ -485,12 +495,16 @@ def build_lexer(
     newline terminal by indentation column: :meth:`greatgramma.indenter.Indenter.refine_lexer`).
     Past ``deadline`` (``time.perf_counter()``) it stops with a ResourceLimitError.
     """
-    nfas = [compile_regex(t.name, t.pattern) for t in terminals]
-    class_of_byte, parts = _byte_classes(nfas)
+    literals = [literal_bytes(t.pattern) if t.is_string else None for t in terminals]
+    nfas = [compile_regex(t.name, t.pattern) if lit is None else None for t, lit in zip(terminals, literals)]
+    class_of_byte, parts = _byte_classes([n for n in nfas if n is not None], {b for lit in literals if lit for b in lit})
     per_term = []
-    for t, nfa in zip(terminals, nfas):
+    for t, nfa, lit in zip(terminals, nfas, literals):
         _check_deadline(deadline, f"the DFA of terminal {t.display}")
-        trans, accepting, before, nonempty = _terminal_dfa(nfa, parts, max_states, t.name)
+        if lit is not None:  # a chain of states, one per byte (what the subset construction would give)
+            trans, accepting, before, nonempty = _literal_dfa(lit, class_of_byte, len(parts))
+        else:
+            trans, accepting, before, nonempty = _terminal_dfa(nfa, parts, max_states, t.name)
         if accepting[0]:
             raise GrammarError(f"terminal {t.display} matches the empty string; give it at least one character")
         if not nonempty:

@@ -596,6 +596,21 @@ def _kmp_next(stop: bytes, k: int, byte: int) -> int:
     return 0
 
 
+def literal_bytes(pattern: str) -> bytes | None:
+    """The UTF-8 bytes of a pattern that is one plain string of characters (no flags, no
+    operators), as Lark writes a string literal; None for any other pattern."""
+    try:
+        items = list(sre_parse.parse(pattern, 0))
+    except re.error:
+        return None
+    if not items or any(op is not C.LITERAL for op, _ in items):
+        return None
+    try:
+        return "".join(chr(code) for _, code in items).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: compile_regex says what is wrong with it
+        return None
+
+
 def compile_regex(terminal: str, pattern: str, *, max_states: int = 200_000) -> ByteNFA:
     """Parse ``pattern`` (Python syntax) and build its byte-level NFA; raise on what cannot be exact.
 
