@@ -129,12 +129,24 @@ class LalrStates(NamedTuple):
     start: int
 
 
-def build_lark(text: str, start: str) -> lark.Lark:
+def build_lark(text: str, start: str, keep: tuple[str, ...] = ()) -> lark.Lark:
     """The grammar compiled by Lark with the LALR parser and basic lexer (the reference semantics).
 
+    ``keep``: terminals the lexer makes although no rule uses them (a postlexer reads them).
     Raises whatever Lark raises (``LarkError`` subclasses, but also ``OSError``, ``re.error``...).
     """
-    return lark.Lark(text, parser="lalr", lexer="basic", start=start)
+    postlex = _KeepTerminals(keep) if keep else None
+    return lark.Lark(text, parser="lalr", lexer="basic", start=start, postlex=postlex)
+
+
+class _KeepTerminals:
+    """A pass-through Lark postlexer whose ``always_accept`` keeps unused terminals in the lexer."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.always_accept = tuple(names)
+
+    def process(self, stream):
+        return stream
 
 
 def grammar_parts(lark_obj: lark.Lark) -> GrammarParts:
