@@ -208,3 +208,16 @@ def test_llama3_walks_a_real_file() -> None:
         assert gg.bitmask_to_bool(masker.mask(state), vocab.vocab_size)[tok]
         state = masker.advance(state, tok)
     assert gg.bitmask_to_bool(masker.mask(state), vocab.vocab_size)[vocab.eos_token_ids[0]]
+
+
+def test_artifact_round_trip(tmp_path: Path) -> None:
+    m = byte_masker()
+    path = tmp_path / "go.gg"
+    m.compiled.save(path)
+    loaded = gg.Masker(gg.load(path))
+    assert isinstance(loaded.compiled.grammar.postlexer, gg.Semicolons)
+    a, b = m.initial_state(), loaded.initial_state()
+    for byte in b"package p\nvar x = 1 /* \n */\n":
+        assert (m.mask(a) == loaded.mask(b)).all()
+        a, b = m.advance(a, byte + 1), loaded.advance(b, byte + 1)
+    assert loaded.is_complete(b)
