@@ -63,7 +63,9 @@ class Grammar:
         if indenter is not None and not isinstance(indenter, Indenter):
             raise TypeError(f"indenter must be a gg.Indenter (e.g. gg.Indenter.python()), got {type(indenter).__name__}")
         if postlexer is not None and not isinstance(postlexer, Postlexer):
-            raise TypeError(f"postlexer must be a gg.Postlexer (e.g. gg.Semicolons.go()), got {type(postlexer).__name__}")
+            raise TypeError(
+                f"postlexer must be a gg.Postlexer (e.g. gg.Semicolons.go()), got {type(postlexer).__name__}"
+            )
         if indenter is not None and postlexer is not None:
             raise TypeError("pass either indenter= or postlexer=, not both")
         self.text = text

@@ -22,7 +22,8 @@ from .postlexer import Postlexer
 from .stack import Frame, Known
 
 GO_INSERT_AFTER = (
-    "NAME", "BASIC_LIT", "STRING", "IMPORT_PATH", "BREAK", "CONTINUE", "FALLTHROUGH", "RETURN", "INC", "DEC", "RPAR", "RSQB", "RBRACE",
+    "NAME", "BASIC_LIT", "STRING", "IMPORT_PATH", "BREAK", "CONTINUE", "FALLTHROUGH", "RETURN", "INC", "DEC",
+    "RPAR", "RSQB", "RBRACE",
 )  # fmt: skip
 
 

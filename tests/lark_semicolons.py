@@ -14,7 +14,8 @@ import lark
 from lark import Token
 
 GO_AFTER = (
-    "NAME", "BASIC_LIT", "STRING", "IMPORT_PATH", "BREAK", "CONTINUE", "FALLTHROUGH", "RETURN", "INC", "DEC", "RPAR", "RSQB", "RBRACE",
+    "NAME", "BASIC_LIT", "STRING", "IMPORT_PATH", "BREAK", "CONTINUE", "FALLTHROUGH", "RETURN", "INC", "DEC",
+    "RPAR", "RSQB", "RBRACE",
 )  # fmt: skip
 
 
