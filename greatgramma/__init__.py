@@ -14,6 +14,8 @@ from .errors import (
 from .grammar import Grammar
 from .indenter import Indenter
 from .masker import Masker, State
+from .postlexer import Postlexer
+from .semicolons import Semicolons
 from .version import __version__
 from .vocab import Vocabulary
 
@@ -26,7 +28,9 @@ __all__ = [
     "GreatGrammaError",
     "Indenter",
     "Masker",
+    "Postlexer",
     "ResourceLimitError",
+    "Semicolons",
     "State",
     "TokenRejectedError",
     "TokenizerError",

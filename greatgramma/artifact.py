@@ -35,6 +35,7 @@ from .codes import DEAD, END, UNKNOWN
 from .errors import ArtifactError, GreatGrammaError
 from .grammar import Grammar
 from .indenter import Indenter
+from .semicolons import Semicolons
 from .lexer import MAX_BACKTRACK, TerminalSpec
 from .lexing import LexingTransducer
 from .parse_table import ParseTable
@@ -43,7 +44,7 @@ from .version import __version__
 from .vocab import Vocabulary
 
 MAGIC = "greatgramma-compiled"
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6  # 6: grammar.semicolons
 
 
 class Invalid(ValueError):
@@ -78,7 +79,14 @@ def grammar_header(g: Grammar) -> dict:
         "source": g.source,
         "fingerprint": g.fingerprint(),
         "indenter": g.indenter.to_dict() if g.indenter is not None else None,
+        "semicolons": _semicolons_dict(g),
     }
+
+
+def _semicolons_dict(g: Grammar) -> dict | None:
+    """The grammar's :class:`Semicolons` postlexer as JSON values, or None."""
+    post = g.postlexer
+    return None if not isinstance(post, Semicolons) else {k: v for k, v in post.to_dict().items() if k != "kind"}
 
 
 def vocab_header(v: Vocabulary) -> dict:
@@ -149,6 +157,7 @@ _INDENTER = {
     "tab_len": int,
     "max_column": int,
 }
+_SEMICOLONS = {"nl": str, "semicolon": str, "after": [str]}
 _TERMINAL = {
     "name": str,
     "pattern": str,
@@ -170,6 +179,7 @@ _HEADER = {
         "source": str,
         "fingerprint": str,
         "indenter": _Optional(_INDENTER),
+        "semicolons": _Optional(_SEMICOLONS),
     },
     "vocab": {"vocab_size": int, "eos_token_ids": [int], "fingerprint": str},
     "terminals": [_TERMINAL],
@@ -348,7 +358,12 @@ def _grammar(gh: dict) -> Grammar:
             indenter = Indenter(**gh["indenter"])
         except (TypeError, ValueError) as exc:
             raise Invalid(f"grammar.indenter is invalid: {exc}") from None
-    grammar = Grammar.from_saved(gh["text"], start=gh["start"], source=gh["source"], indenter=indenter)
+    semicolons = None if gh["semicolons"] is None else Semicolons(**gh["semicolons"])
+    if indenter is not None and semicolons is not None:
+        raise Invalid("grammar has both an indenter and semicolons")
+    grammar = Grammar.from_saved(
+        gh["text"], start=gh["start"], source=gh["source"], indenter=indenter, postlexer=semicolons
+    )
     if grammar.fingerprint() != gh["fingerprint"]:
         raise Invalid("grammar.text, grammar.start and grammar.indenter do not match grammar.fingerprint")
     return grammar

@@ -56,7 +56,7 @@ class CompiledGrammar:
     def new_parser(self):
         """A parser for decoding: the LALR stack machine, wrapped by the grammar's postlexer if any."""
         lalr = LalrParser(self.parse_table)
-        post = self.grammar.indenter
+        post = self.grammar.postlexer
         if post is None:
             return lalr
         return post.parser(lalr, [t.name for t in self.lexer.terminals if t.column is None])
@@ -170,7 +170,7 @@ def compile(  # noqa: A001
 
 def lexing_transducer(grammar: Grammar, dfa) -> LexingTransducer:
     """The lexing transducer over ``dfa``, with the grammar's postlexer's view of it."""
-    post = grammar.indenter
+    post = grammar.postlexer
     return LexingTransducer(dfa, None if post is None else post.lexer_view(dfa))
 
 

@@ -32,10 +32,14 @@ from .indenter import Indenter
 from .lark_adapter import GrammarParts
 from .lexer import LexerDFA, TerminalSpec, build_lexer
 from .parse_table import ParseTable
+from .postlexer import Postlexer
 
 
 class Grammar:
     """Lark grammar text plus the options that change its language (start rule, postlexer).
+
+    ``postlexer``: a :class:`~greatgramma.postlexer.Postlexer` (``gg.Semicolons.go()`` for Go);
+    ``indenter`` is the same option for a :class:`~greatgramma.indenter.Indenter` (at most one).
 
     ``strict=True`` also refuses shift/reduce conflicts, which Lark otherwise resolves as a
     shift (the language is then the one Lark's resolved table accepts), and terminals that can
@@ -48,6 +52,7 @@ class Grammar:
         *,
         start: str = "start",
         indenter: Indenter | None = None,
+        postlexer: Postlexer | None = None,
         source: str | None = None,
         strict: bool = False,
     ):
@@ -57,9 +62,15 @@ class Grammar:
             raise TypeError(f"start must be the name of one rule (a str), got {type(start).__name__}")
         if indenter is not None and not isinstance(indenter, Indenter):
             raise TypeError(f"indenter must be a gg.Indenter (e.g. gg.Indenter.python()), got {type(indenter).__name__}")
+        if postlexer is not None and not isinstance(postlexer, Postlexer):
+            raise TypeError(
+                f"postlexer must be a gg.Postlexer (e.g. gg.Semicolons.go()), got {type(postlexer).__name__}"
+            )
+        if indenter is not None and postlexer is not None:
+            raise TypeError("pass either indenter= or postlexer=, not both")
         self.text = text
         self.start = start
-        self.indenter = indenter
+        self.postlexer = indenter if indenter is not None else postlexer
         self.source = source or "<string>"
         self.strict = bool(strict)
         if not start:
@@ -68,11 +79,19 @@ class Grammar:
         self._check_rules()
 
     @classmethod
-    def from_saved(cls, text: str, *, start: str, source: str, indenter: Indenter | None = None) -> Grammar:
+    def from_saved(
+        cls, text: str, *, start: str, source: str, indenter: Indenter | None = None, postlexer: Postlexer | None = None
+    ) -> Grammar:
         """A grammar read back from a compiled artifact: checked when saved, so Lark only runs if asked."""
         self = cls.__new__(cls)
-        self.text, self.start, self.indenter, self.source, self.strict = text, start, indenter, source, False
+        self.text, self.start, self.source, self.strict = text, start, source, False
+        self.postlexer = indenter if indenter is not None else postlexer
         return self
+
+    @property
+    def indenter(self) -> Indenter | None:
+        """The postlexer if it is an :class:`~greatgramma.indenter.Indenter`."""
+        return self.postlexer if isinstance(self.postlexer, Indenter) else None
 
 
     @classmethod
@@ -135,7 +154,8 @@ class Grammar:
     def lark(self) -> lark_adapter.Lark:
         """The grammar compiled by Lark with the LALR parser and basic lexer (the reference semantics)."""
         try:
-            return lark_adapter.build_lark(self.text, self.start, keep_analysis=self.strict)
+            keep = () if self.postlexer is None else self.postlexer.lexed_terminals()
+            return lark_adapter.build_lark(self.text, self.start, keep=keep, keep_analysis=self.strict)
         except MemoryError:
             raise
         except Exception as exc:  # noqa: BLE001 - Lark raises many kinds (LarkError, OSError, re.error...)
@@ -149,7 +169,7 @@ class Grammar:
     @cached_property
     def parse_table(self) -> ParseTable:
         """The LALR table; with a postlexer, the terminals it makes come after the lexer's."""
-        ind = self.indenter
+        ind = self.postlexer
         names = [t.name for t in self.terminals]
         try:
             if ind is None:
@@ -169,6 +189,8 @@ class Grammar:
         h.update(self.text.encode("utf-8"))
         h.update(b"\0start=" + self.start.encode())
         h.update(b"\0indenter=" + repr(self.indenter).encode())  # a frozen dataclass: stable repr
+        if self.postlexer is not None and self.indenter is None:
+            h.update(b"\0postlexer=" + repr(self.postlexer).encode())
         return h.hexdigest()
 
     @property
@@ -189,7 +211,7 @@ class Grammar:
         Lark's ``__ANON_n``; then :meth:`check_lexer` refuses terminals that can never win.
         """
         try:
-            lexer = build_lexer(self.terminals, max_states=max_states, postlexer=self.indenter, deadline=deadline)
+            lexer = build_lexer(self.terminals, max_states=max_states, postlexer=self.postlexer, deadline=deadline)
         except (GrammarError, ResourceLimitError) as exc:  # UnsupportedRegexError is a GrammarError
             located = diagnostics.locate_lexer_error(self._site, exc, self.terminals, self._parts.terminals)
             if located is exc:

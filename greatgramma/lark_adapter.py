@@ -145,19 +145,31 @@ _ANALYZED = threading.local()
 _lalr_parser.LALR_Analyzer = _KeptAnalyzer  # the name Lark's LALR_Parser builds its analyzer through
 
 
-def build_lark(text: str, start: str, *, keep_analysis: bool = False) -> lark.Lark:
+def build_lark(text: str, start: str, keep: tuple[str, ...] = (), *, keep_analysis: bool = False) -> lark.Lark:
     """The grammar compiled by Lark with the LALR parser and basic lexer (the reference semantics).
 
+    ``keep``: terminals the lexer makes although no rule uses them (a postlexer reads them).
     ``keep_analysis``: keep Lark's LALR analysis on the result, for :func:`lalr_states` (its
     conflicts) without a second analysis. Raises whatever Lark raises (``LarkError``
     subclasses, but also ``OSError``, ``re.error``...).
     """
     _ANALYZED.last = None
-    built = lark.Lark(text, parser="lalr", lexer="basic", start=start)
+    postlex = _KeepTerminals(keep) if keep else None
+    built = lark.Lark(text, parser="lalr", lexer="basic", start=start, postlex=postlex)
     analyzer, _ANALYZED.last = _ANALYZED.last, None  # the last one made: ours (Lark's own grammar comes first)
     if keep_analysis and analyzer is not None and analyzer.greatgramma_rules is built.rules:
         built.greatgramma_analysis = analyzer
     return built
+
+
+class _KeepTerminals:
+    """A pass-through Lark postlexer whose ``always_accept`` keeps unused terminals in the lexer."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.always_accept = tuple(names)
+
+    def process(self, stream):
+        return stream
 
 
 def grammar_parts(lark_obj: lark.Lark) -> GrammarParts:

@@ -4,7 +4,8 @@ A postlexer sits between the lexer and the parser. To keep masks exact it works 
 on the lexer side it may refine the DFA so that the lexer state tells apart what it needs (the
 indenter splits the newline terminal by indentation column); on the parser side it wraps the
 LALR parser in a stack machine with :class:`~greatgramma.parser.LalrParser`'s interface whose
-stacks also carry the postlexer's own state (bracket depth, open indentation levels).
+stacks also carry the postlexer's own state (bracket depth, open indentation levels), or
+decides on the top LALR state alone (Go's semicolons: :mod:`greatgramma.semicolons`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ class Postlexer(ABC):
     @abstractmethod
     def made_terminals(self) -> tuple[str, ...]:
         """The terminals it makes (``%declare``'d in the grammar), given the parser's ids after the lexer's."""
+
+    def lexed_terminals(self) -> tuple[str, ...]:
+        """Terminals the lexer must make although no rule uses them (Lark's ``always_accept``)."""
+        return ()
 
     def check_terminals(self, names: list[str]) -> None:
         """GrammarError unless the grammar's terminals (``names``) include those the postlexer reads."""

@@ -71,6 +71,10 @@ Semantics (bytes in, booleans out):
   continue the character instead: the lexer backs up only where the character kills ``cur``,
   so after ``if`` + a lead byte a letter keeps ``cur`` a NAME and any other character backs up
   to ``if`` and is then lexed again (starting nothing, or something the parser must take).
+* Optional semicolon postlexer (``semicolons=dict(nl=..., semicolon=..., after=[...])``): Go's
+  automatic semicolon insertion over the emitted terminals after ``%ignore``: a newline lexeme
+  becomes ``semicolon`` when the last terminal passed on is one of ``after``, and is dropped
+  otherwise; at the end of input the same rule adds a last ``semicolon``.
   Complete: the input flushes at its end (above), the postlexer passes the whole sequence
   (end-of-input dedents included) and the parser accepts it followed by end of input.
 """
@@ -743,6 +747,22 @@ class PostState(NamedTuple):
     stack: tuple[int, ...]
 
 
+class SemicolonConfig(NamedTuple):
+    nl: str
+    semicolon: str
+    after: frozenset
+
+
+class _Keep:
+    """A pass-through Lark postlexer: keeps the newline terminal in Lark's lexer although no rule uses it."""
+
+    def __init__(self, name: str) -> None:
+        self.always_accept = (name,)
+
+    def process(self, stream):
+        return stream
+
+
 class IndenterConfig(NamedTuple):
     nl: str
     indent: str
@@ -776,8 +796,14 @@ class ReferenceChecker:
     (default 8) and ``max_column`` (required: columns >= max_column are rejected).
     """
 
-    def __init__(self, grammar_text: str, start: str = "start", indenter: Optional[dict] = None) -> None:
-        self.lark = Lark(grammar_text, parser="lalr", lexer="basic", start=start)
+    def __init__(
+        self, grammar_text: str, start: str = "start", indenter: Optional[dict] = None, semicolons: Optional[dict] = None
+    ) -> None:
+        self.semicolons = None if semicolons is None else SemicolonConfig(
+            semicolons.get("nl", "NEWLINE"), semicolons.get("semicolon", "SEMICOLON"), frozenset(semicolons["after"])
+        )  # fmt: skip
+        postlex = None if self.semicolons is None else _Keep(self.semicolons.nl)
+        self.lark = Lark(grammar_text, parser="lalr", lexer="basic", start=start, postlex=postlex)
         conf = self.lark.lexer_conf
         self.terminals = [_Terminal(i, td) for i, td in enumerate(conf.terminals)]
         self.ignore = frozenset(conf.ignore)
@@ -936,6 +962,9 @@ class ReferenceChecker:
     def _post_step(self, post: PostState, name: str, text: bytes) -> Optional[PostState]:
         if name in self.ignore:
             return post
+        semi = self.semicolons
+        if semi is not None and name == semi.nl:
+            return PostState(post.seq + (semi.semicolon,), 0, post.stack) if self._inserts(post.seq) else post
         ind = self.indenter
         if ind is None:
             return PostState(post.seq + (name,), 0, post.stack)
@@ -978,8 +1007,15 @@ class ReferenceChecker:
             return None
         return PostState(seq, 0, stack)
 
+    def _inserts(self, seq: tuple[str, ...]) -> bool:
+        """Does a newline (or the end) after ``seq`` become a semicolon?"""
+        return bool(seq) and seq[-1] in self.semicolons.after
+
     def _end_seq(self, post: PostState) -> tuple[str, ...]:
-        """The parser's terminals at the end of input: one DEDENT per open indentation level."""
+        """The parser's terminals at the end of input: one DEDENT per open indentation level, or
+        the semicolon the end inserts."""
+        if self.semicolons is not None:
+            return post.seq + (self.semicolons.semicolon,) * self._inserts(post.seq)
         if self.indenter is None:
             return post.seq
         return post.seq + (self.indenter.dedent,) * (len(post.stack) - 1)
@@ -1166,6 +1202,8 @@ class ReferenceChecker:
         """Is a lexeme of terminal ``name`` growing out of ``cur`` accepted next (or dropped)?"""
         if name in self.ignore:
             return True
+        if self.semicolons is not None and name == self.semicolons.nl:
+            return self._parser_after(self._post_step(post, name, cur).seq) is not None
         ind = self.indenter
         if ind is not None:
             if name == ind.nl:

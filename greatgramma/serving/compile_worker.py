@@ -22,6 +22,7 @@ from ..compiled import compile as compile_grammar
 from ..errors import GreatGrammaError
 from ..grammar import Grammar
 from ..indenter import Indenter
+from ..postlexer import Postlexer
 from ..vocab import Vocabulary
 
 POLL_SECONDS = 0.02  # how often a waiting slot looks at its deadline and cancel flag
@@ -41,6 +42,7 @@ class GrammarSpec:
     source: str = "<string>"
     strict: bool = False
     kind: str = "lark"
+    postlexer: Postlexer | None = None  # any other postlexer (gg.Semicolons)
 
     @classmethod
     def of(cls, grammar: Grammar | str | GrammarSpec, **options: Any) -> GrammarSpec:
@@ -50,7 +52,8 @@ class GrammarSpec:
         if isinstance(grammar, Grammar):
             if options:
                 raise TypeError(f"grammar options {sorted(options)} are given twice: the Grammar already has them")
-            return cls(grammar.text, grammar.start, grammar.indenter, grammar.source, grammar.strict)
+            other = None if grammar.indenter is not None else grammar.postlexer
+            return cls(grammar.text, grammar.start, grammar.indenter, grammar.source, grammar.strict, postlexer=other)
         if isinstance(grammar, str):
             return cls(grammar, **options)
         raise TypeError(f"a grammar is a gg.Grammar, Lark text (str) or a GrammarSpec, got {type(grammar).__name__}")
@@ -59,11 +62,16 @@ class GrammarSpec:
         """The checked Grammar (runs Lark: seconds for large grammars)."""
         if self.kind != "lark":
             raise GreatGrammaError(f"no front end for grammar kind {self.kind!r}")
-        return Grammar(self.text, start=self.start, indenter=self.indenter, source=self.source, strict=self.strict)
+        return Grammar(
+            self.text, start=self.start, indenter=self.indenter, postlexer=self.postlexer, source=self.source,
+            strict=self.strict,
+        )  # fmt: skip
 
     def fingerprint(self) -> str:
         """Grammar.fingerprint() of the grammar, without running Lark."""
-        return Grammar.from_saved(self.text, start=self.start, source=self.source, indenter=self.indenter).fingerprint()
+        return Grammar.from_saved(
+            self.text, start=self.start, source=self.source, indenter=self.indenter, postlexer=self.postlexer
+        ).fingerprint()
 
     def name(self) -> str:
         """How messages name it: the file, or the start of the text and the fingerprint."""
