@@ -14,6 +14,7 @@ from .compiled import STAGES, CompiledGrammar, compile, load
 from .errors import GrammarWarning, GreatGrammaError, TokenRejectedError
 from .grammar import Grammar
 from .indenter import Indenter
+from .semicolons import Semicolons
 from .masker import Masker
 from .version import __version__
 from .vocab import Vocabulary
@@ -24,13 +25,15 @@ def _vocab(args: argparse.Namespace) -> Vocabulary:
     return Vocabulary.from_pretrained(args.tokenizer, vocab_size=args.vocab_size, eos_token_ids=eos)
 
 
-INDENTERS = {"python": Indenter.python}
+POSTLEXERS = {"python": Indenter.python, "go": Semicolons.go}  # --postlexer (--indenter: python only)
 
 
 def _grammar(args: argparse.Namespace) -> Grammar:
-    name = getattr(args, "indenter", None)
+    names = [n for n in (getattr(args, "indenter", None), getattr(args, "postlexer", None)) if n]
+    if len(names) > 1:
+        raise GreatGrammaError("give --postlexer or --indenter, not both")
     start = "start" if args.start is None else args.start
-    return Grammar.from_file(args.grammar, start=start, indenter=INDENTERS[name]() if name else None)
+    return Grammar.from_file(args.grammar, start=start, postlexer=POSTLEXERS[names[0]]() if names else None)
 
 
 def _print_summary(summary: dict) -> None:
@@ -142,8 +145,8 @@ def _compiled(args: argparse.Namespace) -> CompiledGrammar:
     against the tokenizer)."""
     if not _is_artifact(args.grammar):
         return compile(_grammar(args), _vocab(args))
-    given = [flag for flag, value in (("--start", args.start), ("--indenter", args.indenter), ("--eos", args.eos),
-                                      ("--vocab-size", args.vocab_size)) if value is not None]
+    given = [flag for flag, value in (("--start", args.start), ("--indenter", args.indenter), ("--postlexer", args.postlexer),
+                                      ("--eos", args.eos), ("--vocab-size", args.vocab_size)) if value is not None]
     if given:
         them = "them" if len(given) > 1 else "it"
         raise GreatGrammaError(f"{args.grammar} is a compiled artifact: it fixes {', '.join(given)}; drop {them}")
@@ -275,8 +278,13 @@ def _add_tokenizer_args(p: argparse.ArgumentParser) -> None:
 def _add_indenter_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--indenter",
-        choices=sorted(INDENTERS),
+        choices=["python"],
         help="postlexer for indentation-sensitive grammars (python: _NL/_INDENT/_DEDENT, brackets, tab 8)",
+    )
+    p.add_argument(
+        "--postlexer",
+        choices=sorted(POSTLEXERS),
+        help="the grammar's postlexer: python (the indenter, as --indenter python) or go (semicolon insertion, grammars/go.lark)",
     )
 
 

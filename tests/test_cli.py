@@ -232,6 +232,20 @@ def test_check_gos_statement_end_is_not_the_models_eos(files, capsys) -> None:
     assert "expected one of: end of statement, " in err and "EOS" not in err, err
 
 
+def test_check_takes_gos_semicolon_postlexer(files, capsys) -> None:
+    """grammars/go.lark needs --postlexer go: newlines end statements (without it they are refused)."""
+    go = ROOT / "grammars" / "go.lark"
+    text = "package main\n\nfunc main() {\n\tx := 1\n\tprintln(x)\n}\n"
+    code, err = check(capsys, go, files["tok"], files["dir"], text, "--postlexer", "go")
+    assert code == 0, err
+    code, err = check(capsys, go, files["tok"], files["dir"], text.replace("x := 1", "x := )"), "--postlexer", "go")
+    assert code == 1 and err.startswith("input.txt:4:7: error:"), err
+    code, err = check(capsys, go, files["tok"], files["dir"], text)  # newlines reach the parser as they are
+    assert code == 1 and err.startswith("input.txt:1:13: error: unexpected newline"), err
+    code, err = check(capsys, go, files["tok"], files["dir"], text, "--postlexer", "go", "--indenter", "python")
+    assert code == 2 and "not both" in err, err
+
+
 def test_check_takes_a_compiled_artifact_without_compiling(files, capsys, monkeypatch) -> None:
     artifact = files["dir"] / "calc.gg"
     code, _, err = run_gg(capsys, "preprocess", files["grammar"], "--tokenizer", files["tok"], "-o", artifact, "-q")
