@@ -98,12 +98,13 @@ class TokenTransducer:
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The suffix rows (UNKNOWN where not computed) and the outcome rows (which may name
-        extended lexer states: save those too)."""
-        return {
-            "suffix": self.suffix,
-            "outcome_term": np.array(self.outcomes.term, dtype=np.int64),
-            "outcome_next": np.array(self.outcomes.next, dtype=np.int64),
-        }
+        extended lexer states: save those too), as one snapshot while other threads fill rows."""
+        with self._lock:  # rows are interned only under it (``_compute``)
+            return {
+                "suffix": self.suffix.copy(),
+                "outcome_term": np.array(self.outcomes.term, dtype=np.int64),
+                "outcome_next": np.array(self.outcomes.next, dtype=np.int64),
+            }
 
     @classmethod
     def from_arrays(cls, lexer: LexingTransducer, trie: TokenTrie, arrays: dict[str, np.ndarray]) -> TokenTransducer:
