@@ -1,5 +1,6 @@
 """Token tables filled on first use (``gg.compile``'s default) by threads sharing one compiled
-grammar give the masks of the eagerly compiled grammar, bit for bit."""
+grammar give the masks of the eagerly compiled grammar, bit for bit; saving meanwhile gives
+well-formed artifacts."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def masks_along(masker: gg.Masker, tokens: list[int]) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("grammar", ["json", "go", "python"])
-def test_threads_filling_one_lazy_grammar_get_the_eager_masks(grammar, vocabularies, hf_tokenizers, bench_programs) -> None:
+def test_threads_filling_one_lazy_grammar_get_the_eager_masks(grammar, vocabularies, hf_tokenizers, bench_programs, tmp_path) -> None:
     vocab = vocabularies("llama2")
     hf = hf_tokenizers("llama2")
     walks = [encode_exact(hf, p.read_text(encoding="utf-8"), vocab.token_bytes)[:400] for p in bench_programs(grammar)]
@@ -34,13 +35,24 @@ def test_threads_filling_one_lazy_grammar_get_the_eager_masks(grammar, vocabular
     assert lazy.transducer.num_computed == 0 and lazy.subtrees.num_walked == 0  # nothing filled yet
     shared, own = gg.Masker(lazy), [gg.Masker(lazy) for _ in walks]
     jobs = [(shared, w) for w in walks] + list(zip(own, walks))  # one masker per thread, and one for all
+    saved = []
+
+    def save_meanwhile() -> None:  # a save takes one consistent snapshot while the rows grow
+        for k in range(4):
+            saved.append(tmp_path / f"{grammar}-{k}.gg")
+            lazy.save(saved[-1])
+
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as possible: interleave the fills
     try:
-        with ThreadPoolExecutor(len(jobs)) as pool:
+        with ThreadPoolExecutor(len(jobs) + 1) as pool:
+            saving = pool.submit(save_meanwhile)
             got = list(pool.map(lambda job: masks_along(*job), jobs))
+            saving.result()
     finally:
         sys.setswitchinterval(interval)
+    for path in saved:  # each snapshot is a well-formed artifact whose rows mean what the grammar's do
+        gg.load(path, vocab=vocab, verify=True)
     eager = gg.Masker(compile_shipped(grammar, vocab, eager=True))
     for (_, walk), masks in zip(jobs, got):
         for step, (a, b) in enumerate(zip(masks, masks_along(eager, walk))):
