@@ -152,14 +152,14 @@ class SubtreeWalks:
         parts += _walk_base(self, lo, hi, state, origin, la_off, np.full(n, DEAD, dtype=np.int64))
         walked = BaseWalk(*(np.concatenate(x) for x in zip(*parts)))
         order = np.argsort(walked.origin, kind="stable")
-        bounds = np.searchsorted(walked.origin[order], np.arange(n + 1))
+        walked = BaseWalk(*(a[order] for a in walked))  # by subtree
+        bounds = np.searchsorted(walked.origin, np.arange(n + 1)).tolist()
         plain = self.lexer.columns is None  # then the base DFA is the lexer's: store the results as they are
-        for i, pair in enumerate(pairs):
-            sel = order[bounds[i] : bounds[i + 1]]
-            sym = BaseWalk(*(a[sel] for a in walked))
-            got = self._specialise(sym, None) if plain else sym
-            with self._lock:
-                (self._subtrees if plain else self._base_subtrees).setdefault(pair, got)
+        done = self._specialise(walked, None) if plain else walked
+        table = self._subtrees if plain else self._base_subtrees
+        with self._lock:
+            for pair, i, j in zip(pairs, bounds[:-1], bounds[1:]):
+                table.setdefault(pair, type(done)(*(a[i:j] for a in done)))
 
     def _specialise(self, sym: BaseWalk, column: np.ndarray | None) -> Walk:
         """Base subtree results for the states that enter them (with the column each holds, per entry)."""
