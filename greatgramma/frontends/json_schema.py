@@ -67,6 +67,7 @@ class _Walker:
         self.max_repeat = max_repeat
         self.rules: list[str] = []
         self.memo: dict[int, str] = {}
+        self.by_text: dict[str, str] = {}  # a schema's JSON text (keys sorted) -> its rule
         self.keep: list = []  # schemas whose id() keys self.memo
         self.depth = 0
         draft = root.get("$schema", "") if isinstance(root, dict) else ""
@@ -91,9 +92,16 @@ class _Walker:
         key = id(schema)
         if key in self.memo:
             return self.memo[key]
+        # Equal schemas have one rule: local $refs resolve from the root, so the language of a
+        # schema depends on its content only (fewer rules for Lark's analysis to go through).
+        text = json.dumps(schema, sort_keys=True)
+        if text in self.by_text:
+            self.memo[key] = self.by_text[text]
+            self.keep.append(schema)
+            return self.memo[key]
         name = f"r{len(self.rules)}"
         self.rules.append(None)  # reserved: a recursive reference finds the name
-        self.memo[key] = name
+        self.memo[key] = self.by_text[text] = name
         self.keep.append(schema)
         self.depth += 1
         if self.depth > 200:
@@ -104,7 +112,7 @@ class _Walker:
             self.depth -= 1
         if not alts:
             self.rules[int(name[1:])] = ""
-            del self.memo[key]
+            del self.memo[key], self.by_text[text]
             err = SchemaError(ptr, "", "no instance is valid here (an empty language)")
             err.empty = True
             raise err
