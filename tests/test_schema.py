@@ -234,3 +234,16 @@ def test_cli_schema2lark(tmp_path, capsys) -> None:
     path.write_text('{"not": {}}', encoding="utf-8")
     assert main(["schema2lark", str(path)]) == 2
     assert "#/not" in capsys.readouterr().err
+
+
+def test_string_languages_relate_as_their_values() -> None:
+    """Terminals compares string constraints on their decoded values (raw regexes, much smaller):
+    one spelling per character makes that the relation of their JSON spellings too."""
+    from greatgramma.frontends import ecma_regex as rx
+    from greatgramma.frontends.relations import relation
+
+    nodes = [rx.parse_ecma(p) for p in ("^[a-z]{2}$", "^[0-9]{2}:[0-9]{2}$", '^["\\\\]+$', "^\\n\\t?$", "é", "^[^a]*$")]
+    nodes += [("rep", rx.ANY_CHAR, 0, 3), ("rep", rx.ANY_CHAR, 1, None)]
+    for a in nodes:
+        for b in nodes:
+            assert relation(rx.raw_regex(a), rx.raw_regex(b)) == relation(rx.json_string_regex(a), rx.json_string_regex(b)), (a, b)

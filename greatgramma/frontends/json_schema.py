@@ -489,7 +489,7 @@ def _with_length(nodes, lo: int, hi, ptr: str, terms) -> list:
         return [("rep", node[1], a, b)]
     from .relations import relation
 
-    rel = relation(rx.json_string_regex(node), rx.json_string_regex(length))
+    rel = relation(rx.raw_regex(node), rx.raw_regex(length))  # as their JSON spellings relate (one per character)
     if len(nodes) == 1 and rel in ("subset", "equal"):
         return [node]
     if len(nodes) == 1 and rel == "superset":
