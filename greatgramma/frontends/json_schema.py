@@ -94,7 +94,10 @@ class _Walker:
             return self.memo[key]
         # Equal schemas have one rule: local $refs resolve from the root, so the language of a
         # schema depends on its content only (fewer rules for Lark's analysis to go through).
-        text = json.dumps(schema, sort_keys=True)
+        try:
+            text = json.dumps(schema, sort_keys=True)
+        except (TypeError, ValueError):  # a dict passed in with keys JSON cannot sort or hold: no sharing
+            text = f"id {key}"
         if text in self.by_text:
             self.memo[key] = self.by_text[text]
             self.keep.append(schema)
