@@ -6,14 +6,17 @@ vocabulary), then every test instance, serialized as MaskBench serializes it (pr
 two spaces, integral floats as integers), walked token by token with every mask timed (TBM).
 Each schema is counted once: passing, compile error (an honest refusal), validation error (a
 valid instance refused), invalidation error (an invalid instance accepted) or crash.
-Whether llguidance and XGrammar are importable is recorded; running them on the same files is
-not written yet (eval/peers/ has how they were run for the grammar benchmark).
+The peers (llguidance, XGrammar) run the same cases one after the other, each in its own venv
+(``eval/peers/run_maskbench.py``, which also holds the per-schema walk and classification all
+engines share): the same schema text, the same token ids, the same outcomes and timings.
 
 The data is not in the repository (it has no license): get ``maskbench/data`` from
 https://github.com/guidance-ai/jsonschemabench and pass its folder.
 
     python -m eval.maskbench ../shared/bench/jsonschema/data --limit 300
     python -m eval.maskbench DATA --limit 300 --update-results   # writes eval/maskbench-<date>.json and .md
+    python -m eval.maskbench DATA --limit 20 --peers '' --venvs /other/checkout/eval/.venvs
+    python -m eval.maskbench --report eval/maskbench-<date>.json --notes causes.md   # rewrite the .md, notes appended
 """
 
 from __future__ import annotations
@@ -21,14 +24,20 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import platform
+import queue
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 from eval.paths import OUT, ROOT, tokenizer_file
+from eval.peers.run_maskbench import run_case
 
 OUTCOMES = ("passing", "compile_error", "validation_error", "invalidation_error", "crash")
 
@@ -60,18 +69,17 @@ def serialize(data) -> str:
 class Greatgramma:
     name = "greatgramma"
 
-    def __init__(self, vocab, tokenizer):
+    def __init__(self, vocab):
         import greatgramma as gg
 
         self.gg, self.vocab, self.eos = gg, vocab, vocab.eos_token_ids[0]
+        self.refusals = (gg.GrammarError, gg.ResourceLimitError)  # the errors that mean "refused the schema"
 
     def compile(self, schema):
         gg = self.gg
         masker = gg.Masker(gg.compile(gg.Grammar.from_json_schema(schema), self.vocab))
         masker.mask(masker.initial_state())
         return masker
-
-    refusals = ()  # set in main: the errors that mean "refused the schema"
 
     def walk(self, masker, ids: list[int], times: list[float]) -> bool:
         """True when every token is allowed and EOS is allowed at the end."""
@@ -89,52 +97,83 @@ class Greatgramma:
         return bool((int(words.view(np.uint32)[self.eos >> 5]) >> (self.eos & 31)) & 1)
 
 
-def peers(tokenizer_path: Path) -> dict:
-    """Which peers can run here: name -> None (runs) or why not."""
-    found = {}
-    for name in ("llguidance", "xgrammar"):
-        try:
-            __import__(name)
-            found[name] = "importable, but this script does not run peers yet"
-        except ImportError:
-            found[name] = f"{name} is not installed in this Python (pip install {name})"
-    return found
-
-
-def run_schema(engine, path: Path, tok, vocab) -> dict:
+def make_cases(files: list[Path], tok, vocab) -> tuple[list[dict], list[dict]]:
+    """Per schema file: the case every engine walks (schema text, each instance's token ids as
+    greatgramma tokenizes it) and the instances' serialized text (for the report)."""
     from greatgramma.tokenize import encode_exact
 
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    rec = {"file": path.name, "outcome": "passing", "tests": len(doc.get("tests", []))}
-    t0 = time.perf_counter()
-    try:
-        masker = engine.compile(doc["schema"])
-    except engine.refusals as exc:
-        rec.update(outcome="compile_error", error=str(exc).splitlines()[0][:300])
-        return rec
-    except Exception as exc:  # noqa: BLE001 - a crash is a result here
-        rec.update(outcome="crash", error=f"{type(exc).__name__}: {exc}"[:300])
-        return rec
-    rec["ttfm_ms"] = (time.perf_counter() - t0) * 1000
-    times: list[float] = []
-    for i, test in enumerate(doc.get("tests", [])):
-        text = serialize(test["data"])
-        try:
-            ids = encode_exact(tok, text, vocab.token_bytes)
-            ok = engine.walk(masker, ids, times)
-        except Exception as exc:  # noqa: BLE001
-            rec.update(outcome="crash", error=f"test {i}: {type(exc).__name__}: {exc}"[:300])
-            break
-        if ok != test["valid"]:
-            rec["jsonschema_agrees_with_engine"] = _jsonschema_valid(doc["schema"], json.loads(text)) == ok
-        if test["valid"] and not ok:
-            rec.update(outcome="validation_error", error=f"test {i}: valid instance refused: {text[:200]}")
-            break
-        if not test["valid"] and ok:
-            rec.update(outcome="invalidation_error", error=f"test {i}: invalid instance accepted: {text[:200]}")
-            break
-    rec["tbm_ms"] = [round(t * 1000, 4) for t in times]
+    cases, texts = [], []
+    for path in files:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        tests, shown = [], []
+        for test in doc.get("tests", []):
+            text = serialize(test["data"])
+            shown.append(text)
+            try:
+                tests.append({"valid": bool(test["valid"]), "ids": encode_exact(tok, text, vocab.token_bytes)})
+            except ValueError as exc:
+                tests.append({"valid": bool(test["valid"]), "ids": [], "error": str(exc)[:200]})
+        cases.append({"file": path.name, "schema": json.dumps(doc["schema"], ensure_ascii=False), "tests": tests})
+        texts.append(shown)
+    return cases, texts
+
+
+def explain(rec: dict, case: dict, texts: list[str]) -> dict:
+    """Beside a validation/invalidation error: whether Python's jsonschema agrees with the engine on
+    the serialized instance (the instance itself is not recorded: MaskBench's data has no license)."""
+    i = rec.get("test")
+    if i is not None and rec["outcome"] in ("validation_error", "invalidation_error"):
+        rec["jsonschema_agrees_with_engine"] = _jsonschema_valid(json.loads(case["schema"]), json.loads(texts[i])) == (
+            rec["outcome"] == "invalidation_error")
     return rec
+
+
+def _pump(stream, into: queue.Queue) -> None:
+    for line in stream:
+        into.put(line)
+    into.put(None)
+
+
+def run_peer(python: Path, peer: str, tokenizer: str, cases: list[dict], timeout: float) -> dict:
+    """One peer on every case, in its own venv's process; a schema with no answer within ``timeout``
+    seconds (or a process that dies on it) is a crash, and the process is started again after it."""
+    runner = ROOT / "eval" / "peers" / "run_maskbench.py"
+    records, info = [], None
+    with tempfile.TemporaryDirectory() as work:
+        while len(records) < len(cases):
+            todo = cases[len(records):]
+            path = Path(work) / "cases.json"
+            path.write_text(json.dumps(todo), encoding="utf-8")
+            proc = subprocess.Popen([str(python), str(runner), "--peer", peer, "--tokenizer", tokenizer, "--cases", str(path)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work)
+            lines: queue.Queue = queue.Queue()
+            threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+            stderr: list[str] = []
+            threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True).start()
+            started = False
+            while len(records) < len(cases):
+                try:
+                    line = lines.get(timeout=timeout + (0 if started else 300))
+                except queue.Empty:
+                    line = "timeout"
+                if line is None or line == "timeout":
+                    proc.kill()
+                    proc.wait()
+                    if not started:
+                        return {"not_run": f"{peer} did not start: {''.join(stderr)[-500:]}"}
+                    why = f"timeout: no result within {timeout:.0f} s" if line else \
+                        f"process died (exit {proc.returncode}): {''.join(stderr).strip()[-200:]}"
+                    records.append({"file": cases[len(records)]["file"], "outcome": "crash", "error": why})
+                    print(f"  {peer} {records[-1]['file']}: crash ({why})", file=sys.stderr, flush=True)
+                    break
+                got = json.loads(line)
+                if "ready" in got:
+                    started, info = True, info or got["ready"]
+                    continue
+                records.append(got)
+            proc.kill()
+            proc.wait()
+    return {**info, "records": records}
 
 
 def _jsonschema_valid(schema, instance):
@@ -161,78 +200,129 @@ def summarize(records: list[dict]) -> dict:
     }
 
 
-TARGETS = [  # (what, test on the summary, cause when missed)
-    ("invalidation errors 0", lambda s: s["invalidation_error"] == 0),
-    ("crashes 0", lambda s: s["crash"] == 0),
-    ("validation errors <= 0.2% of schemas", lambda s: s["validation_error"] <= 0.002 * s["schemas"]),
-    ("TTFM p50 <= 20 ms", lambda s: (s["ttfm_ms"]["p50"] or 0) <= 20),
-    ("TTFM p99 <= 1 s", lambda s: (s["ttfm_ms"]["p99"] or 0) <= 1000),
-    ("TBM mean <= 0.1 ms", lambda s: (s["tbm_ms"]["mean"] or 0) <= 0.1),
-    ("TBM p99 <= 1 ms", lambda s: (s["tbm_ms"]["p99"] or 0) <= 1),
+def _share(s: dict) -> float:
+    return s["passing"] / s["schemas"] if s["schemas"] else 0.0
+
+
+TARGETS = [  # (what, test on greatgramma's summary and the peers' summaries)
+    ("invalidation errors 0", lambda s, p: s["invalidation_error"] == 0),
+    ("crashes 0", lambda s, p: s["crash"] == 0),
+    ("validation errors <= 0.2% of schemas", lambda s, p: s["validation_error"] <= 0.002 * s["schemas"]),
+    ("passing >= llguidance's share on the same files",
+     lambda s, p: _share(s) >= _share(p["llguidance"]) if "llguidance" in p else None),
+    ("TTFM p50 <= 20 ms", lambda s, p: (s["ttfm_ms"]["p50"] or 0) <= 20),
+    ("TTFM p99 <= 1 s", lambda s, p: (s["ttfm_ms"]["p99"] or 0) <= 1000),
+    ("TBM mean <= 0.1 ms", lambda s, p: (s["tbm_ms"]["mean"] or 0) <= 0.1),
+    ("TBM p99 <= 1 ms", lambda s, p: (s["tbm_ms"]["p99"] or 0) <= 1),
 ]
 
 
 def report(result: dict) -> str:
-    """A short Markdown summary: the counts, the percentiles, each target MET or MISS."""
-    s = result["greatgramma"]["summary"]
-    lines = [f"# MaskBench, {result['date']}: {s['schemas']} schemas (--limit {result['limit']}), tokenizer {result['tokenizer']}", "",
-             "| outcome | schemas |", "|---|---|"]
-    lines += [f"| {o.replace('_', ' ')} | {s[o]} |" for o in OUTCOMES]
-    lines += ["", f"TTFM ms: p50 {s['ttfm_ms']['p50']}, p75 {s['ttfm_ms']['p75']}, p99 {s['ttfm_ms']['p99']} ({s['ttfm_ms']['n']} schemas compiled)",
-              f"TBM ms: mean {s['tbm_ms']['mean']}, p50 {s['tbm_ms']['p50']}, p99 {s['tbm_ms']['p99']} ({s['tbm_ms']['n']} masks)", "",
-              "| target | |", "|---|---|"]
-    lines += [f"| {what} | {'met' if ok(s) else 'MISS'} |" for what, ok in TARGETS]
+    """A short Markdown summary: each engine's counts and percentiles, greatgramma's targets, the schemas not passing."""
+    engines = {"greatgramma": result["greatgramma"], **{k: v for k, v in result["peers"].items() if "summary" in v}}
+    g = result["greatgramma"]["summary"]
+    lines = [f"# MaskBench, {result['date']}: {g['schemas']} schemas (--limit {result['limit']}), tokenizer {result['tokenizer']}", "",
+             f"Run serially on {result['machine']['processor']}, Python {result['machine']['python']}; load average "
+             f"(1 min) {result['load_average']['start']} at the start, {result['load_average']['end']} at the end.", "",
+             "| engine | passing | compile error | validation error | invalidation error | crash | TTFM p50 ms | TTFM p99 ms | TBM mean ms | TBM p99 ms |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, e in engines.items():
+        s = e["summary"]
+        label = f"{name} {e.get('version', '')}".strip()
+        lines.append(f"| {label} | " + " | ".join(str(s[o]) for o in OUTCOMES) +
+                     f" | {s['ttfm_ms']['p50']} | {s['ttfm_ms']['p99']} | {s['tbm_ms']['mean']} | {s['tbm_ms']['p99']} |")
     for name, peer in result["peers"].items():
-        lines.append(f"\n{name}: not run ({peer['not_run']})")
-    errors = [r for r in result["greatgramma"]["schemas"] if r["outcome"] not in ("passing",)]
-    lines += ["", "## Every schema not passing", "", "| file | outcome | why |", "|---|---|---|"]
-    lines += [f"| {r['file']} | {r['outcome']} | {r.get('error', '').splitlines()[0][:160].replace('|', '/')} |" for r in errors]
+        if "summary" in peer:
+            lines.append(f"\n{name}: `{peer['api']}`")
+        else:
+            lines.append(f"\n{name}: not run ({peer['not_run']})")
+    peers = {k: v["summary"] for k, v in engines.items() if k != "greatgramma"}
+    lines += ["", "greatgramma's targets:", "", "| target | |", "|---|---|"]
+    verdict = {True: "met", False: "MISS", None: "not measured"}
+    lines += [f"| {what} | {verdict[ok(g, peers)]} |" for what, ok in TARGETS]
+    if result.get("notes"):  # the causes, written after the run (--report --notes)
+        lines += ["", result["notes"].rstrip()]
+    by_file = {name: {r["file"]: r for r in e["schemas"]} for name, e in engines.items()}
+    lines += ["", "## Every schema some engine does not pass", "",
+              "| file | " + " | ".join(engines) + " | greatgramma's why |", "|---|" + "---|" * (len(engines) + 1)]
+    for r in result["greatgramma"]["schemas"]:
+        outs = [by_file[n].get(r["file"], {}).get("outcome", "-") for n in engines]
+        if any(o != "passing" for o in outs):
+            why = r.get("error", "").splitlines()[0][:160].replace("|", "/") if r.get("error") else ""
+            lines.append(f"| {r['file']} | " + " | ".join(outs) + f" | {why} |")
+    for name in peers:
+        errs = [r for r in engines[name]["schemas"] if r["outcome"] != "passing"]
+        lines += ["", f"### {name}'s errors, verbatim", "", "| file | outcome | error |", "|---|---|---|"]
+        lines += [f"| {r['file']} | {r['outcome']} | {r.get('error', '').replace(chr(10), ' ')[:200].replace('|', '/')} |" for r in errs]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("data", type=Path, help="MaskBench's data folder (one JSON file per schema)")
+    ap.add_argument("data", type=Path, nargs="?", help="MaskBench's data folder (one JSON file per schema)")
     ap.add_argument("--limit", type=int, default=None, help="this many schemas, spread over the sorted files")
     ap.add_argument("--tokenizer", default="llama3")
+    ap.add_argument("--peers", default="llguidance,xgrammar", help="comma-separated; '' for none")
+    ap.add_argument("--venvs", type=Path, default=ROOT / "eval" / ".venvs", help="the peers' venvs (<venvs>/<peer>/bin/python)")
+    ap.add_argument("--timeout", type=float, default=120, help="seconds a peer may take on one schema")
     ap.add_argument("--update-results", action="store_true", help="write eval/maskbench-<date>.json/.md (else eval/out/)")
     ap.add_argument("--report", type=Path, help="only write the Markdown summary of this result file (beside it)")
+    ap.add_argument("--notes", type=Path, help="with --report: a Markdown file stored in the result and appended to the summary")
     args = ap.parse_args(argv)
     if args.report:
-        args.report.with_suffix(".md").write_text(report(json.loads(args.report.read_text(encoding="utf-8"))), encoding="utf-8")
+        result = json.loads(args.report.read_text(encoding="utf-8"))
+        if args.notes:
+            result["notes"] = args.notes.read_text(encoding="utf-8")
+            args.report.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        args.report.with_suffix(".md").write_text(report(result), encoding="utf-8")
         return 0
-    if not args.data.is_dir():
+    if args.data is None or not args.data.is_dir():
         print(f"maskbench: {args.data} is not a folder; get maskbench/data from "
               "https://github.com/guidance-ai/jsonschemabench", file=sys.stderr)
         return 2
     import greatgramma as gg
     from greatgramma.tokenize import load_tokenizer
 
+    load_start = os.getloadavg()[0]
     path = tokenizer_file(args.tokenizer)
     vocab, tok = gg.Vocabulary.from_file(path), load_tokenizer(path)
     gg.compile(gg.Grammar('start: "x"'), vocab)  # builds the vocabulary's shared token trie once
-    engine = Greatgramma(vocab, tok)
-    Greatgramma.refusals = (gg.GrammarError, gg.ResourceLimitError)
+    engine = Greatgramma(vocab)
     files = sample(args.data, args.limit)
+    cases, texts = make_cases(files, tok, vocab)
     records = []
-    for k, f in enumerate(files):
-        rec = run_schema(engine, f, tok, vocab)
+    for k, case in enumerate(cases):
+        rec = explain(run_case(engine, case), case, texts[k])
         records.append(rec)
-        print(f"[{k + 1}/{len(files)}] {f.name}: {rec['outcome']} {rec.get('ttfm_ms', 0):.0f} ms {rec.get('error', '')[:120]}",
+        print(f"[{k + 1}/{len(files)}] {case['file']}: {rec['outcome']} {rec.get('ttfm_ms', 0):.0f} ms {rec.get('error', '')[:120]}",
               file=sys.stderr, flush=True)
+    peers = {}
+    for name in filter(None, args.peers.split(",")):
+        python = args.venvs / name / "bin" / "python"
+        if not python.is_file():
+            peers[name] = {"not_run": f"{python} is missing (bash eval/peers/setup.sh {name})"}
+            continue
+        print(f"{name}: {len(cases)} schemas", file=sys.stderr, flush=True)
+        got = run_peer(python, name, args.tokenizer, cases, args.timeout)
+        if "records" in got:
+            recs = [explain(r, c, t) for r, c, t in zip(got.pop("records"), cases, texts)]
+            got.update(summary=summarize(recs), schemas=[{k: v for k, v in r.items() if k != "tbm_ms"} for r in recs])
+        peers[name] = got
     result = {
         "date": datetime.date.today().isoformat(),
-        "machine": {"python": platform.python_version(), "processor": platform.processor() or platform.machine()},
+        "machine": {"python": platform.python_version(), "processor": platform.processor() or platform.machine(),
+                    "cpus": os.cpu_count()},
+        "load_average": {"start": round(load_start, 2), "end": round(os.getloadavg()[0], 2)},
         "data": str(args.data), "limit": args.limit, "tokenizer": args.tokenizer,
         "greatgramma": {"summary": summarize(records), "schemas": [{k: v for k, v in r.items() if k != "tbm_ms"} for r in records]},
-        "peers": {name: {"not_run": why} for name, why in peers(path).items() if why},
+        "peers": peers,
     }
     dest = ROOT / "eval" if args.update_results else OUT
     dest.mkdir(parents=True, exist_ok=True)
     out = dest / f"maskbench-{result['date']}.json"
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     out.with_suffix(".md").write_text(report(result), encoding="utf-8")
-    print(json.dumps(result["greatgramma"]["summary"], indent=1))
+    print(report(result).split("## Every")[0])
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

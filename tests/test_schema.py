@@ -127,6 +127,28 @@ def test_order_is_canonical_and_extra_members_come_last() -> None:
     assert accepts(m, '{"name": "x", "zz": 1}')
 
 
+@pytest.mark.parametrize("required", [[], ["p0"], ["p3"], ["p5"], ["p1", "p4"], [f"p{i}" for i in range(6)]])
+@pytest.mark.parametrize("extra", [None, False, {"type": "integer"}])
+def test_optional_members_every_subset(required, extra) -> None:
+    """The object rules (blocks of optional members, the comma before the choice): every subset of
+    the named members in order, with and without members the schema does not name, out of order."""
+    import itertools
+
+    names = [f"p{i}" for i in range(6)]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "required": required}
+    if extra is not None:
+        schema["additionalProperties"] = extra
+    m = masker_for(json.dumps(schema))
+    for k in range(len(names) + 1):
+        for subset in itertools.combinations(names, k):
+            for tail in ([], [("zz", 1)], [("zz", 1), ("zy", "s")]):
+                inst = dict([(n, i) for i, n in enumerate(subset)] + tail)
+                text = json.dumps(inst)
+                assert accepts(m, text) == oracle(schema, inst), text
+    for a, b in itertools.combinations(names, 2):  # two named members out of order: outside the canonical form
+        assert not accepts(m, json.dumps({**{n: 0 for n in required if n not in (a, b)}, b: 1, a: 2}))
+
+
 @pytest.mark.parametrize("whitespace", ["compact", 2])
 def test_whitespace_options(whitespace) -> None:
     m = masker_for(json.dumps(OBJ), whitespace=whitespace)
@@ -212,3 +234,16 @@ def test_cli_schema2lark(tmp_path, capsys) -> None:
     path.write_text('{"not": {}}', encoding="utf-8")
     assert main(["schema2lark", str(path)]) == 2
     assert "#/not" in capsys.readouterr().err
+
+
+def test_string_languages_relate_as_their_values() -> None:
+    """Terminals compares string constraints on their decoded values (raw regexes, much smaller):
+    one spelling per character makes that the relation of their JSON spellings too."""
+    from greatgramma.frontends import ecma_regex as rx
+    from greatgramma.frontends.relations import relation
+
+    nodes = [rx.parse_ecma(p) for p in ("^[a-z]{2}$", "^[0-9]{2}:[0-9]{2}$", '^["\\\\]+$', "^\\n\\t?$", "é", "^[^a]*$")]
+    nodes += [("rep", rx.ANY_CHAR, 0, 3), ("rep", rx.ANY_CHAR, 1, None)]
+    for a in nodes:
+        for b in nodes:
+            assert relation(rx.raw_regex(a), rx.raw_regex(b)) == relation(rx.json_string_regex(a), rx.json_string_regex(b)), (a, b)

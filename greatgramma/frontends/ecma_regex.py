@@ -303,6 +303,20 @@ def _clip(ranges: Ranges, lo: int, hi: int) -> list[tuple[int, int]]:
 
 
 def json_char(ranges: Ranges) -> str:
+    """:func:`_json_char`, memoized for single characters (the literals of a schema: property names, enum strings)."""
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        c = ranges[0][0]
+        got = _JSON_CHAR.get(c)
+        if got is None:
+            got = _JSON_CHAR[c] = _json_char(ranges)
+        return got
+    return _json_char(ranges)
+
+
+_JSON_CHAR: dict[int, str] = {}
+
+
+def _json_char(ranges: Ranges) -> str:
     """One character of the set as ``json.dumps(..., ensure_ascii=False)`` (and serde_json) writes
     it inside a string: raw, except ``"``, ``\\`` and the control characters, which are escaped
     (short escapes where JSON has one, else ``\\u00xx`` in lowercase). One spelling per character:

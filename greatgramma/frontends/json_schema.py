@@ -39,6 +39,7 @@ ASSERTIONS = {"type", "enum", "const", "properties", "required", "additionalProp
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
+SKIP_BLOCK = 2  # optional object members one rule may skip at once (see object_rules)
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
 
@@ -66,6 +67,7 @@ class _Walker:
         self.max_repeat = max_repeat
         self.rules: list[str] = []
         self.memo: dict[int, str] = {}
+        self.by_text: dict[str, str] = {}  # a schema's JSON text (keys sorted) -> its rule
         self.keep: list = []  # schemas whose id() keys self.memo
         self.depth = 0
         draft = root.get("$schema", "") if isinstance(root, dict) else ""
@@ -90,9 +92,19 @@ class _Walker:
         key = id(schema)
         if key in self.memo:
             return self.memo[key]
+        # Equal schemas have one rule: local $refs resolve from the root, so the language of a
+        # schema depends on its content only (fewer rules for Lark's analysis to go through).
+        try:
+            text = json.dumps(schema, sort_keys=True)
+        except (TypeError, ValueError):  # a dict passed in with keys JSON cannot sort or hold: no sharing
+            text = f"id {key}"
+        if text in self.by_text:
+            self.memo[key] = self.by_text[text]
+            self.keep.append(schema)
+            return self.memo[key]
         name = f"r{len(self.rules)}"
         self.rules.append(None)  # reserved: a recursive reference finds the name
-        self.memo[key] = name
+        self.memo[key] = self.by_text[text] = name
         self.keep.append(schema)
         self.depth += 1
         if self.depth > 200:
@@ -103,7 +115,7 @@ class _Walker:
             self.depth -= 1
         if not alts:
             self.rules[int(name[1:])] = ""
-            del self.memo[key]
+            del self.memo[key], self.by_text[text]
             err = SchemaError(ptr, "", "no instance is valid here (an empty language)")
             err.empty = True
             raise err
@@ -284,28 +296,57 @@ class _Walker:
         return self.object_rules(members, addl, allow_empty=(n_req == 0 and lo == 0))
 
     def object_rules(self, members, addl, allow_empty: bool) -> str:
-        """``{`` members in order ``}``: ``first[i]`` emits the first member from i on, ``rest[i]``
-        the later ones (each after a comma); a run of required members is written inline."""
+        """``{`` members in order ``}``, each optional one may be left out, then the additional ones.
+
+        ``after(i)``: the members from i on when the next one written is i or later (no comma
+        before it); ``rest(i)``: what may follow a member written before i (a comma, then
+        ``after(i)``, or nothing once no required member is left). The comma comes before the
+        choice of member, and a rule of ``after`` lists the next ``SKIP_BLOCK`` members (up to the
+        first required one) plus one alternative that skips them all. So the parser state after a
+        comma holds the rules for every later member once, with one nonterminal per block, not a
+        chain of one rule per member, which made Lark's LALR analysis cubic in the number of
+        optional members (3.2 s for 100 of them). A run of required members is written inline."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
-        rest: list[str | None] = [None] * (n + 1)
-        first: list[str | None] = [None] * (n + 1)
-        rest[n] = f"({comma} {addl})*" if addl else ""
-        first[n] = f"{addl} {rest[n]}" if addl else None
+        required_from = [False] * (n + 1)  # a required member at i or later
         for i in reversed(range(n)):
-            text, req = members[i]
-            after = rest[i + 1]
-            if req:
-                rest[i] = f"{comma} {text} {after}".strip()
-                first[i] = f"{text} {after}".strip()
-            else:
-                rest[i] = self.rule([f"{comma} {text} {after}".strip(), rest[i + 1]])
-                alts = [f"{text} {after}".strip()] + ([first[i + 1]] if first[i + 1] else [])
-                first[i] = self.rule(alts) if len(alts) > 1 else alts[0]
+            required_from[i] = members[i][1] or required_from[i + 1]
+        tail = f"({comma} {addl})*" if addl else ""
+        afters: dict[int, str | None] = {}
+        rests: dict[int, str] = {}
+
+        def after(i: int) -> str | None:
+            if i not in afters:
+                if i == n:
+                    afters[i] = f"{addl} {tail}" if addl else None
+                else:
+                    alts = []
+                    for j in range(i, min(n, i + SKIP_BLOCK)):
+                        text, req = members[j]
+                        alts.append(f"{text} {rest(j + 1)}".strip())
+                        if req:
+                            break
+                    else:
+                        skip = after(min(n, i + SKIP_BLOCK))
+                        alts += [skip] if skip is not None else []
+                    afters[i] = self.rule(alts) if len(alts) > 1 else alts[0]
+            return afters[i]
+
+        def rest(i: int) -> str:
+            """As one symbol (or nothing), so that the rules of ``after`` do not copy runs."""
+            if i == n:
+                return tail
+            if i not in rests:
+                text, req = members[i]
+                seq = f"{comma} {text} {rest(i + 1)}".strip() if req else f"{comma} {after(i)}"
+                rests[i] = self.rule([seq] if required_from[i] else [seq, ""])
+            return rests[i]
+
         out = []
-        if first[0]:
-            out.append(f"{t.punct('LBRACE')} {first[0]} {t.punct('RBRACE')}")
+        body = after(0)
+        if body is not None:
+            out.append(f"{t.punct('LBRACE')} {body} {t.punct('RBRACE')}")
         if allow_empty:
             out.append(t.empty("object"))
         return " | ".join(out) if out else ""
@@ -451,7 +492,7 @@ def _with_length(nodes, lo: int, hi, ptr: str, terms) -> list:
         return [("rep", node[1], a, b)]
     from .relations import relation
 
-    rel = relation(rx.json_string_regex(node), rx.json_string_regex(length))
+    rel = relation(rx.raw_regex(node), rx.raw_regex(length))  # as their JSON spellings relate (one per character)
     if len(nodes) == 1 and rel in ("subset", "equal"):
         return [node]
     if len(nodes) == 1 and rel == "superset":

@@ -95,6 +95,9 @@ class Terminals:
     literals: dict[str, str] = field(default_factory=dict)  # canonical JSON text of a string or number -> name
     languages: dict[str, str] = field(default_factory=dict)  # string lexeme regex -> name
     pointers: dict[str, str] = field(default_factory=dict)  # terminal name -> where the schema asked for it
+    # terminal name -> a regex of the decoded values: one spelling per character makes spelling a
+    # bijection, so two languages relate as their spellings do, and these regexes are far smaller
+    values: dict[str, str] = field(default_factory=dict)
     int_bounds: set = field(default_factory=set)
     int_requests: dict = field(default_factory=dict)  # (lo, hi) -> rule name
     string_requests: dict = field(default_factory=dict)  # (language name or None, excluded values) -> rule name
@@ -116,6 +119,7 @@ class Terminals:
         if name is None:
             name = self.languages[regex] = f"S{len(self.languages)}"
             self.pointers[name] = pointer
+            self.values[name] = rx.raw_regex(node)
         return name
 
     def strings(self, language: str | None = None, exclude: frozenset = frozenset()) -> str:
@@ -182,12 +186,12 @@ class Terminals:
 
     def _string_depths(self) -> dict[str, int]:
         """Priority of each constrained-string terminal: 1 + the number of those containing it."""
-        names = list(self.languages.items())
-        depth = {name: 1 for _, name in names}
-        self.inside: dict[str, set[str]] = {name: set() for _, name in names}  # name -> terminals nested in it
-        for i, (ra, na) in enumerate(names):
-            for rb, nb in names[i + 1 :]:
-                rel = relation(ra, rb)
+        names = list(self.languages.values())
+        depth = {name: 1 for name in names}
+        self.inside: dict[str, set[str]] = {name: set() for name in names}  # name -> terminals nested in it
+        for i, na in enumerate(names):
+            for nb in names[i + 1 :]:
+                rel = relation(self.values[na], self.values[nb])
                 if rel == "overlap" or rel == "equal":
                     raise SchemaError(
                         self.pointers[nb], "",
