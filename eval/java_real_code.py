@@ -2,7 +2,7 @@
 
     python -m eval.java_real_code                      # 300 files of java.base, seed 17, everything
     python -m eval.java_real_code --files 50 --no-walks --no-timing
-    python -m eval.java_real_code --update-results     # eval/java_real_code.{json,md}
+    python -m eval.java_real_code --update-results     # eval/java_real_code.json
 
 - *Acceptance*: a seeded sample of ``--files`` files of java.base from the JDK 17 sources
   (``--src``, src.zip), each parsed by Lark (the grammar's language: the engine's masks are
@@ -179,7 +179,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=300)
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--mutants", type=int, default=3, help="mutants per sampled file")
-    ap.add_argument("--walks", type=int, default=100)
+    ap.add_argument("--walks", type=int, default=150)
     ap.add_argument("--steps", type=int, default=60, help="free steps of a walk before closers and EOS")
     ap.add_argument("--tokenizer", default="llama3", help="for the random walks")
     ap.add_argument("--timing-tokenizers", default="llama2,llama3,qwen3")

@@ -18,7 +18,7 @@ from pathlib import Path
 import lark
 import numpy as np
 import pytest
-from helpers import EOS_ID, GRAMMARS, TEST_DATA, TOKENIZER_NAMES, bit, engine_bits, reference_bits
+from helpers import EOS_ID, GRAMMARS, TEST_DATA, TOKENIZER_NAMES, bit, engine_bits, reference_bits, split_ids
 from reference import ReferenceChecker
 
 import greatgramma as gg
@@ -38,7 +38,6 @@ SMALL_TOKENS += [b">>", b">>>", b">>=", b">>>=", b"->", b"::", b"<>", b"()", b"{
                  b"non-", b"0x", b"1.", b"e-", b"\\n", b'")', b"();", b");\n", b"> ", b">>;", b"> x", b"<T>"]
 SMALL_TOKENS = list(dict.fromkeys(SMALL_TOKENS))
 SMALL_ID = {tb: i for i, tb in enumerate(SMALL_TOKENS) if tb is not None}
-SMALL_MAX = max(len(tb) for tb in SMALL_ID)
 
 # Prefixes where the mask must match the reference (each viable: the reference says which bytes follow).
 PREFIXES = [
@@ -97,16 +96,7 @@ def lark_parses(parser: lark.Lark, data: bytes) -> bool:
 
 def small_ids(data: bytes, greedy: bool = True) -> list[int]:
     """Split data into small-vocabulary ids: longest token first (greedy) or byte by byte."""
-    ids, i = [], 0
-    while i < len(data):
-        for n in range(min(SMALL_MAX, len(data) - i) if greedy else 1, 0, -1):
-            if data[i : i + n] in SMALL_ID:
-                ids.append(SMALL_ID[data[i : i + n]])
-                i += n
-                break
-        else:
-            raise AssertionError(f"no small token for {data[i:i + 1]!r}")
-    return ids
+    return split_ids(data, SMALL_ID, greedy)
 
 
 def walk(masker: gg.Masker, ids: list[int], name: str) -> gg.State:
