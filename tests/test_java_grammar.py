@@ -1,8 +1,8 @@
 """grammars/java.lark (Java 17 syntax) on the engine, against Lark and the reference checker.
 
-- The own files (tests/data/java: each feature of the grammar, all compile with javac 17) parse
-  with Lark, and walk token by token on a small vocabulary (longest tokens, and byte by byte),
-  EOS at the end only.
+- The own files (tests/data/java: each feature of the grammar; javac 17 compiles the classes and
+  parses module-info.java) parse with Lark, and walk token by token on a small vocabulary
+  (longest tokens, and byte by byte), EOS at the end only.
 - Masks bit for bit against tests/reference.py at cut points of the own files and of
   hand-written prefixes around `>`, `>>`, `>>>`, casts, lambdas and contextual keywords.
 - Mutated own files: the engine reaches the end and calls the output complete exactly when
