@@ -25,6 +25,8 @@ import os
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
+
 from . import diagnostics, lark_adapter
 from .diagnostics import GrammarSite
 from .errors import START_HINT, GrammarError, ResourceLimitError
@@ -230,9 +232,10 @@ class Grammar:
         Ignored terminals are not checked (losing all their lexemes only means nothing is ignored).
         Refused with ``strict=True``; otherwise a :class:`GrammarWarning`, since Lark accepts it.
         """
-        accept = lexer.accept
         terms = lexer.terminals
-        won = {terms[t].name for t in accept[accept >= 0].tolist()}
+        won = set()
+        for accept in (lexer.accept, lexer.accept_next):  # accept_next: lexemes a lookahead decides (`>(?!>)`)
+            won.update(terms[t].name for t in np.unique(accept[accept >= 0]).tolist())
         for spec in terms:
             if spec.name in won or spec.ignored:
                 continue

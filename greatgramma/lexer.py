@@ -460,12 +460,16 @@ def minimize_classes(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndar
 
 
 
-def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int) -> np.ndarray:
-    """prod[q, T]: some accepting state for T is reachable from q (q itself included)."""
+def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int, accept_next: np.ndarray) -> np.ndarray:
+    """prod[q, T]: from q (q itself included) some state is reached where the lexeme ends as T, at
+    the end of input or before a byte that its lookahead asks for (``GT_ADJ: />/`` beside
+    ``GT: />(?!>)/`` ends as GT_ADJ only before a ``>``)."""
     q = delta.shape[0]
     prod = np.zeros((q, num_terminals), dtype=bool)
     acc = accept >= 0
     prod[np.nonzero(acc)[0], accept[acc]] = True
+    rows, cols = np.nonzero(accept_next >= 0)
+    prod[rows, accept_next[rows, cols]] = True
     src, dst = np.nonzero(delta >= 0)
     pairs = np.unique(src.astype(np.int64) * q + delta[src, dst])  # distinct edges, sorted by source
     if not len(pairs):
@@ -557,7 +561,7 @@ def build_lexer(
     if postlexer is not None:
         delta, acc, acc_next, terminals = postlexer.refine_lexer(delta, acc, acc_next, terminals)
         delta, acc, acc_next = _minimize(delta, acc, acc_next)
-    prod = _producible(delta, acc, len(terminals))
+    prod = _producible(delta, acc, len(terminals), acc_next)
     delta = np.ascontiguousarray(delta)
     return LexerDFA(delta, acc, prod, terminals, acc_next, risky_states(delta, acc_next))
 

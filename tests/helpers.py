@@ -108,6 +108,22 @@ CALC_TOKENS = [None, None] + [
 ]  # id 0 = EOS, id 1 = another special token
 
 
+def split_ids(data: bytes, token_ids: dict[bytes, int], greedy: bool = True) -> list[int]:
+    """Split data into the ids of a small vocabulary (bytes -> id): longest token first
+    (greedy) or byte by byte."""
+    longest = max(map(len, token_ids))
+    ids, i = [], 0
+    while i < len(data):
+        for n in range(min(longest, len(data) - i) if greedy else 1, 0, -1):
+            if data[i : i + n] in token_ids:
+                ids.append(token_ids[data[i : i + n]])
+                i += n
+                break
+        else:
+            raise AssertionError(f"no small token for {data[i:i + 1]!r}")
+    return ids
+
+
 # -- reading a bitmask -------------------------------------------------------------------------
 
 

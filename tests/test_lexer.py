@@ -82,6 +82,22 @@ def test_keyword_beats_identifier_and_munch_is_maximal() -> None:
     assert dfa_match(lexer, b"i") == 0
 
 
+def test_terminal_ended_only_by_lookahead_is_producible() -> None:
+    """Regression (grammars/java.lark): ``GT_ADJ: />/`` wins a ``>`` only when another ``>``
+    follows (``GT: />(?!>)/`` takes the rest), so no state accepts it at the end of input; a
+    pending ``>`` must still count as able to become GT_ADJ, or ``a <= b >`` (on its way to
+    ``>> 1``) is masked out where only GT_ADJ can follow."""
+    lexer = build_lexer([spec("GT", ">(?!>)"), spec("GT_ADJ", ">"), spec("GE", ">=", is_string=True)])
+    q = int(lexer.delta[0, ord(">")])
+    assert lexer.prod[q, 1] and not (lexer.accept == 1).any()
+    masker = gg.Masker(gg.compile(gg.Grammar('start: "a" GT_ADJ GT "a" | GT\nGT: />(?!>)/\nGT_ADJ: />/'),
+                                  gg.Vocabulary.from_token_bytes([None, b"a", b">"], eos_token_ids=[0])))
+    state = masker.advance(masker.initial_state(), 1)  # "a": only GT_ADJ can follow
+    for tok in (2, 2, 1):  # ">", ">", "a": each one allowed
+        state = masker.advance(state, tok)
+    assert masker.is_complete(state)
+
+
 def test_priority_beats_string() -> None:
     lexer = build_lexer([spec("NAME", r"[a-z]+", priority=2), spec("IF", "if", is_string=True)])
     assert dfa_match(lexer, b"if") == 0

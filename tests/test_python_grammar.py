@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import TOKENIZER_NAMES as TOKENIZERS
-from helpers import TEST_DATA, allowed_ids, bit, compile_shipped, grammar_path
+from helpers import TEST_DATA, allowed_ids, bit, compile_shipped, grammar_path, split_ids
 from lark_indenter import lark_parser, lark_parses, python_indenter
 
 import greatgramma as gg
@@ -84,7 +84,6 @@ STATEMENTS = [b"if x:", b"elif y:", b"else:", b"while y:", b"for i in z:", b"def
 SMALL_TOKENS += STATEMENTS
 SMALL_TOKENS = list(dict.fromkeys(SMALL_TOKENS))  # no duplicates
 SMALL_ID = {tb: i for i, tb in enumerate(SMALL_TOKENS) if tb is not None}
-SMALL_MAX = max(len(tb) for tb in SMALL_ID)
 
 _small: list[gg.CompiledGrammar] = []
 
@@ -98,16 +97,7 @@ def small_compiled() -> gg.CompiledGrammar:
 
 def small_ids(data: bytes, greedy: bool = True) -> list[int]:
     """Split data into small-vocabulary ids: longest token first (greedy) or byte by byte."""
-    ids, i = [], 0
-    while i < len(data):
-        for n in range(min(SMALL_MAX, len(data) - i) if greedy else 1, 0, -1):
-            if data[i : i + n] in SMALL_ID:
-                ids.append(SMALL_ID[data[i : i + n]])
-                i += n
-                break
-        else:
-            raise AssertionError(f"no small token for {data[i:i + 1]!r}")
-    return ids
+    return split_ids(data, SMALL_ID, greedy)
 
 
 def small_state(masker: gg.Masker, prefix: bytes) -> gg.State:
