@@ -67,8 +67,9 @@ def run(mode: str, n_grammars: int, n_seqs: int, forward_ms: float, seed: int, n
     hf = load_tokenizer(tok)
     langs = ("json", "go", "java")
     walks = {g: encode_exact(hf, programs(g)[0].read_text(encoding="utf-8"), vocab.token_bytes) for g in langs}
-    running = gg.compile(gg.Grammar.from_file(ROOT / "grammars" / "json.lark"), vocab)
+    running = gg.compile(gg.Grammar.from_file(ROOT / "grammars" / "json.lark"), vocab, eager=True)
     ids = walks["json"]
+    decode_loop(running, ids, threading.Event(), [], 0, len(ids))  # running sequences are past their first walk
     sources = [bench_grammar(name).read_text(encoding="utf-8") for name in langs]
     new = [sources[k % 3] + f"\n// request {seed}-{k}\n" for k in range(n_grammars)]
     options = {"eager": fill == "eager"}
