@@ -65,6 +65,8 @@ class SubtreeWalks:
         self._subtrees: dict[tuple[int, int], Walk] = {}
         self._base_subtrees: dict[tuple[int, int], BaseWalk] = {}
         self._lock = threading.Lock()
+        self._loops: np.ndarray | None = None  # per base DFA state: loops on some byte and holds no fallback
+        self._leaves: dict[int, np.ndarray] = {}  # DFA state -> per string, the last byte that leaves it
 
     def walk_all(self, max_entries: int = 20_000_000, *, walk: bool = True) -> int:
         """Walk every (first byte, lexer state) subtree that any lexer state can enter (eager
@@ -122,6 +124,39 @@ class SubtreeWalks:
                 for pair, (i, j) in zip(todo, spans):
                     self._subtrees.setdefault(pair, Walk(strings[i:j], first[i:j], rest[i:j]))
         return [self._subtrees[p] for p in pairs]
+
+    def staying(self, lo: np.ndarray, hi: np.ndarray, state: np.ndarray, d: int) -> np.ndarray:
+        """Which trie nodes [lo, hi) at depth d (bytes 0..d read, now in DFA ``state``) have every
+        string stay in that state to its end on bytes that change nothing else (no place where the
+        lexeme could end, where that is tracked): their strings all end there as the node stands,
+        with nothing more to walk. Inside a string, a comment or a name most strings do (the bulk of
+        a walk, done here in a few passes over the vocabulary)."""
+        out = np.zeros(len(lo), dtype=bool)
+        if self._loops is None:
+            self._loops = self._loop_bytes().any(axis=1)
+        ask = self._loops[state] & (hi - lo >= 8)
+        for q in np.unique(state[ask]).tolist():
+            sel = np.flatnonzero(ask & (state == q))
+            strings, _ = _expand_ranges(lo[sel], hi[sel])
+            sizes = hi[sel] - lo[sel]
+            out[sel] = np.maximum.reduceat(self._last_leave(q)[strings], np.cumsum(sizes) - sizes) <= d
+        return out
+
+    def _last_leave(self, q: int) -> np.ndarray:
+        """Per string, the last byte position whose byte leaves DFA state q (-1: none), cached."""
+        got = self._leaves.get(q)
+        if got is None:
+            trie = self.trie
+            leaves = ~self._loop_bytes()[q]
+            at = np.where(leaves[trie.flat_bytes], trie.position_offset, -1)
+            got = self._leaves.setdefault(q, np.maximum.reduceat(at, trie.offsets[:-1]) if len(trie) else at)
+        return got
+
+    def _loop_bytes(self) -> np.ndarray:
+        """bool[Q, 256]: byte b keeps DFA state q where it is, and (if q tracks where the lexeme
+        could end) is no such place."""
+        delta, accept_next, risky, _ = self.base_dfa()
+        return (delta == np.arange(len(delta))[:, None]) & ((accept_next == DEAD) | ~risky[:, None])
 
     # Walks run on the base DFA: the lexer's own, or with an indenter the DFA without the column
     # counter (ColumnMap); ``_specialise`` then fills in the column of the state that enters.
@@ -308,6 +343,18 @@ def _walk_base(walker: SubtreeWalks, lo, hi, state, origin, la_off, la_term) -> 
             c_lacol = np.where(ends_lexeme, c_col, c_lacol)
             c_col = np.where(byte == 10, NEWLINE_SEEN, c_col + (byte == 32) + tab * (byte == 9))
         c_off = np.where(risky[nxt], c_off, -2)
+        if not track:  # nodes whose strings all stay in their state to the end end there as they stand
+            pure = walker.staying(c_lo, c_hi, nxt, d)
+            if pure.any():
+                s_ids, seg = _expand_ranges(c_lo[pure], c_hi[pure])
+                off = c_off[pure]
+                kind = np.where(off == -1, END_HELD, np.where(off >= 0, END_LA, END)).astype(np.int64)
+                z = np.zeros(len(s_ids), np.int64)
+                parts.append(BaseWalk(s_ids, kind[seg], nxt[pure][seg], c_org[pure][seg], z, off[seg], c_term[pure][seg], z))
+                keep = ~pure
+                c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol = (
+                    x[keep] for x in (c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol)
+                )
         ends = lengths[c_lo] == d + 1
         if ends.any():
             off = c_off[ends]

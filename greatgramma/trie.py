@@ -78,6 +78,11 @@ class TokenTrie:
         return {}
 
     @cached_property
+    def position_offset(self) -> np.ndarray:
+        """int32 per flat byte position: its offset j in its string (derived, computed once)."""
+        return (np.arange(int(self.offsets[-1]), dtype=np.int64) - self.offsets[self.position_string]).astype(np.int32)
+
+    @cached_property
     def position_string(self) -> np.ndarray:
         """int32 per flat byte position (``offsets[s] + j``): the string s it belongs to (derived, computed once)."""
         return np.repeat(np.arange(len(self), dtype=np.int32), self.lengths)
