@@ -62,7 +62,30 @@ def _bit(words, t: int) -> bool:
     return bool((int(words[t >> 5]) >> (t & 31)) & 1)
 
 
-class XGrammar:
+class _Peer:
+    """The walk both peers share: a stateful matcher, a one-row bitmask (``words`` views it),
+    ``fill(m)`` and ``accept(m, t)``, each peer's own."""
+
+    words: object
+    eos: list[int]
+
+    def walk(self, m, ids: list[int], times: list[float]) -> bool:
+        """True when every token is allowed and EOS is allowed at the end."""
+        m.reset()
+        for t in ids:
+            t0 = time.perf_counter()
+            self.fill(m)
+            times.append(time.perf_counter() - t0)
+            if not _bit(self.words, t):
+                return False
+            self.accept(m, t)
+        t0 = time.perf_counter()
+        self.fill(m)
+        times.append(time.perf_counter() - t0)
+        return any(_bit(self.words, e) for e in self.eos)
+
+
+class XGrammar(_Peer):
     """GrammarCompiler(info, max_threads=1, cache_enabled=False).compile_json_schema(text, strict_mode=False)."""
 
     def __init__(self, tok_dir: Path):
@@ -81,26 +104,18 @@ class XGrammar:
         # strict_mode=False: properties the schema does not forbid are allowed, as the standard says
         # (and as greatgramma's additional_properties=True and llguidance's default do)
         m = self.xgr.GrammarMatcher(self.compiler.compile_json_schema(text, strict_mode=False))
-        m.fill_next_token_bitmask(self.bitmask)
+        self.fill(m)
         return m
 
-    def walk(self, m, ids: list[int], times: list[float]) -> bool:
-        m.reset()
-        for t in ids:
-            t0 = time.perf_counter()
-            m.fill_next_token_bitmask(self.bitmask)
-            times.append(time.perf_counter() - t0)
-            if not _bit(self.words, t):
-                return False
-            if not m.accept_token(t):
-                raise RuntimeError(f"accept_token({t}) refused a token its mask allowed")
-        t0 = time.perf_counter()
+    def fill(self, m) -> None:
         m.fill_next_token_bitmask(self.bitmask)
-        times.append(time.perf_counter() - t0)
-        return any(_bit(self.words, e) for e in self.eos)
+
+    def accept(self, m, t: int) -> None:
+        if not m.accept_token(t):
+            raise RuntimeError(f"accept_token({t}) refused a token its mask allowed")
 
 
-class LLGuidance:
+class LLGuidance(_Peer):
     """LLMatcher(tok, LLMatcher.grammar_from_json_schema(text)), default JSON options."""
 
     def __init__(self, tok_dir: Path):
@@ -113,7 +128,7 @@ class LLGuidance:
         self.tok = llguidance.hf.from_tokenizer(AutoTokenizer.from_pretrained(str(tok_dir)))
         self.bitmask = llguidance.numpy.allocate_token_bitmask(1, self.tok.vocab_size)
         self.words = self.bitmask[0].view("uint32")
-        self.fill = llguidance.numpy.fill_next_token_bitmask
+        self._fill = llguidance.numpy.fill_next_token_bitmask
         self.eos = [self.tok.eos_token]
         self.refusals = (Exception,)
 
@@ -121,23 +136,15 @@ class LLGuidance:
         m = self.llg.LLMatcher(self.tok, self.llg.LLMatcher.grammar_from_json_schema(text), log_level=0)
         if m.is_error():
             raise ValueError(m.get_error())
-        self.fill(m, self.bitmask, 0)
+        self.fill(m)
         return m
 
-    def walk(self, m, ids: list[int], times: list[float]) -> bool:
-        m.reset()
-        for t in ids:
-            t0 = time.perf_counter()
-            self.fill(m, self.bitmask, 0)
-            times.append(time.perf_counter() - t0)
-            if not _bit(self.words, t):
-                return False
-            if not m.consume_token(t):
-                raise RuntimeError(f"consume_token({t}) refused a token its mask allowed: {m.get_error()}")
-        t0 = time.perf_counter()
-        self.fill(m, self.bitmask, 0)
-        times.append(time.perf_counter() - t0)
-        return any(_bit(self.words, e) for e in self.eos)
+    def fill(self, m) -> None:
+        self._fill(m, self.bitmask, 0)
+
+    def accept(self, m, t: int) -> None:
+        if not m.consume_token(t):
+            raise RuntimeError(f"consume_token({t}) refused a token its mask allowed: {m.get_error()}")
 
 
 PEERS = {"xgrammar": XGrammar, "llguidance": LLGuidance}
