@@ -15,6 +15,7 @@ column states' subtrees on first use even then); each entry is a function of its
 from __future__ import annotations
 
 import threading
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -65,7 +66,6 @@ class SubtreeWalks:
         self._subtrees: dict[tuple[int, int], Walk] = {}
         self._base_subtrees: dict[tuple[int, int], BaseWalk] = {}
         self._lock = threading.Lock()
-        self._loops: np.ndarray | None = None  # per base DFA state: loops on some byte and holds no fallback
         self._leaves: dict[int, np.ndarray] = {}  # DFA state -> per string, the last byte that leaves it
 
     def walk_all(self, max_entries: int = 20_000_000, *, walk: bool = True) -> int:
@@ -132,8 +132,6 @@ class SubtreeWalks:
         with nothing more to walk. Inside a string, a comment or a name most strings do (the bulk of
         a walk, done here in a few passes over the vocabulary)."""
         out = np.zeros(len(lo), dtype=bool)
-        if self._loops is None:
-            self._loops = self._loop_bytes().any(axis=1)
         ask = self._loops[state] & (hi - lo >= 8)
         for q in np.unique(state[ask]).tolist():
             sel = np.flatnonzero(ask & (state == q))
@@ -147,16 +145,22 @@ class SubtreeWalks:
         got = self._leaves.get(q)
         if got is None:
             trie = self.trie
-            leaves = ~self._loop_bytes()[q]
+            leaves = ~self._loop_bytes[q]
             at = np.where(leaves[trie.flat_bytes], trie.position_offset, -1)
             got = self._leaves.setdefault(q, np.maximum.reduceat(at, trie.offsets[:-1]) if len(trie) else at)
         return got
 
+    @cached_property
     def _loop_bytes(self) -> np.ndarray:
-        """bool[Q, 256]: byte b keeps DFA state q where it is, and (if q tracks where the lexeme
-        could end) is no such place."""
+        """bool[Q, 256]: byte b keeps base DFA state q where it is, and (if q tracks where the
+        lexeme could end) is no such place."""
         delta, accept_next, risky, _ = self.base_dfa()
         return (delta == np.arange(len(delta))[:, None]) & ((accept_next == DEAD) | ~risky[:, None])
+
+    @cached_property
+    def _loops(self) -> np.ndarray:
+        """bool[Q]: some byte keeps the base DFA state where it is (see ``_loop_bytes``)."""
+        return self._loop_bytes.any(axis=1)
 
     # Walks run on the base DFA: the lexer's own, or with an indenter the DFA without the column
     # counter (ColumnMap); ``_specialise`` then fills in the column of the state that enters.

@@ -152,7 +152,7 @@ class TokenTransducer:
     def _compute(self, todo: np.ndarray) -> None:
         """Fill the suffix rows at positions ``todo`` (not yet computed) and at the positions their
         first lexemes break at, recursively; then resolve them from the last byte position back."""
-        memo, offsets = self.suffix, self.trie.offsets
+        memo = self.suffix
         seen = np.zeros(len(memo), dtype=bool)
         walked = []
         while len(todo):
@@ -167,7 +167,7 @@ class TokenTransducer:
         dead = term == DEAD
         memo[flat[dead]] = DEAD
         flat, term, nxt = flat[~dead], term[~dead], nxt[~dead]
-        pos = flat - offsets[self.trie.position_string[flat]]
+        pos = self.trie.position_offset[flat].astype(np.int64)
         order = np.argsort((self.trie.matrix.shape[1] - pos).astype(np.int16), kind="stable")  # radix sort
         levels = np.split(order, np.flatnonzero(np.diff(pos[order])) + 1) if len(order) else []
         for sel in levels:  # by position in the string, last first: continuations are further on

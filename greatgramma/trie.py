@@ -80,7 +80,7 @@ class TokenTrie:
     @cached_property
     def position_offset(self) -> np.ndarray:
         """int32 per flat byte position: its offset j in its string (derived, computed once)."""
-        return (np.arange(int(self.offsets[-1]), dtype=np.int64) - self.offsets[self.position_string]).astype(np.int32)
+        return _positions(self.lengths).astype(np.int32)
 
     @cached_property
     def position_string(self) -> np.ndarray:

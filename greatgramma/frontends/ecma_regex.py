@@ -28,7 +28,7 @@ import re
 from typing import Union
 
 from ..errors import GrammarError
-from ..regex import MAX_CODEPOINT, C, Ranges, _complement, _normalize, class_ranges, sre_parse
+from ..regex import C, Ranges, _complement, _normalize, class_ranges, sre_parse
 
 # A node: ("chars", ranges) | ("seq", [nodes]) | ("alt", [nodes]) | ("rep", node, lo, hi or None)
 Node = Union[tuple]
