@@ -5,8 +5,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +14,9 @@ from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
 from .jump_forward import MAX_FORCED_BYTES, MAX_WITHHELD_TOKENS, Tokenize, ff_tokens, forced_bytes
 from .masker import Masker, State
+
+if TYPE_CHECKING:
+    from .serving.mask_workers import MaskWorkers
 
 __all__ = ["Matcher", "RollbackError", "fill_next_token_bitmasks"]
 
@@ -187,7 +189,7 @@ class Matcher:
         ``W`` may exceed ``ceil(V/32)``: the extra words are set to 0 (nothing allowed there). A
         torch tensor on an accelerator gets one host-to-device copy of the row.
         """
-        _write_rows(bitmask, [index], [self.next_token_mask()])
+        write_rows(bitmask, [index], [self.next_token_mask()])
 
     # ------------------------------------------------------------ internals
 
@@ -211,28 +213,25 @@ class Matcher:
         )
 
 
-def fill_next_token_bitmasks(
-    matchers: Sequence[Matcher | None], bitmask: Any, *, max_workers: int | None = None
-) -> None:
+def fill_next_token_bitmasks(matchers: Sequence[Matcher | None], bitmask: Any, *, workers: MaskWorkers | None = None) -> None:
     """Fill row ``i`` of ``bitmask`` with the next-token mask of ``matchers[i]``; rows of None entries are left as they are.
 
-    ``bitmask`` is numpy or torch int32 ``(B, W)`` with ``B >= len(matchers)``. With
-    ``max_workers > 1`` the masks are computed in a thread pool (worth it for many matchers whose
-    masks are not cached yet); a torch tensor on an accelerator is filled with one host-to-device copy.
+    ``bitmask`` is numpy or torch int32 ``(B, W)`` with ``B >= len(matchers)``; a torch tensor on
+    an accelerator is filled with one host-to-device copy. ``workers``: a
+    :class:`~greatgramma.serving.MaskWorkers` whose processes compute a share of the rows beside
+    the caller (threads would not: the masks are computed in Python, under the GIL).
     """
+    if workers is not None:
+        workers.fill(matchers, bitmask)
+        return
     rows = [i for i, m in enumerate(matchers) if m is not None]
+    write_rows(bitmask, rows, [matchers[i].next_token_mask() for i in rows])  # type: ignore[union-attr]
+
+
+def write_rows(bitmask: Any, rows: list[int], masks: list[np.ndarray]) -> None:
+    """Copy each mask into its row, zero-filling words past the mask's end."""
     if not rows:
         return
-    if max_workers is not None and max_workers > 1 and len(rows) > 1:
-        with ThreadPoolExecutor(max_workers=min(max_workers, len(rows))) as pool:
-            masks = list(pool.map(lambda i: matchers[i].next_token_mask(), rows))  # type: ignore[union-attr]
-    else:
-        masks = [matchers[i].next_token_mask() for i in rows]  # type: ignore[union-attr]
-    _write_rows(bitmask, rows, masks)
-
-
-def _write_rows(bitmask: Any, rows: list[int], masks: list[np.ndarray]) -> None:
-    """Copy each mask into its row, zero-filling words past the mask's end."""
     if isinstance(bitmask, np.ndarray):
         _write_numpy(bitmask, rows, masks)
         return

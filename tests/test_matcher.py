@@ -169,17 +169,16 @@ def test_batch_fill_equals_per_matcher(calc_compiled) -> None:
         matchers.append(m)
     matchers.insert(2, None)
     need = (calc_compiled.vocab.vocab_size + 31) // 32
-    for workers in (None, 4):
-        bm = np.full((len(matchers) + 1, need + 1), -1, dtype=np.int32)
-        gg.fill_next_token_bitmasks(matchers, bm, max_workers=workers)
-        for i, m in enumerate(matchers):
-            if m is None:
-                assert (bm[i] == -1).all()
-            else:
-                single = np.full(need + 1, 7, dtype=np.int32)
-                m.fill_next_token_bitmask(single)
-                assert np.array_equal(bm[i], single)
-        assert (bm[-1] == -1).all()
+    bm = np.full((len(matchers) + 1, need + 1), -1, dtype=np.int32)
+    gg.fill_next_token_bitmasks(matchers, bm)
+    for i, m in enumerate(matchers):
+        if m is None:
+            assert (bm[i] == -1).all()
+        else:
+            single = np.full(need + 1, 7, dtype=np.int32)
+            m.fill_next_token_bitmask(single)
+            assert np.array_equal(bm[i], single)
+    assert (bm[-1] == -1).all()
     assert allowed(bm[len(matchers) - 1, :need]) == {EOS}
     gg.fill_next_token_bitmasks([None, None], bm)  # nothing to do
 

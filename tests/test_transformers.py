@@ -270,3 +270,29 @@ def test_prefetch_by_hand(calc_compiled) -> None:
         assert proc._ahead is not None and proc._ahead[0] == ids.shape[1]
     assert torch.equal(proc(ids, torch.zeros(1, v)), plain(ids, torch.zeros(1, v)))
     assert proc._ahead is None and proc.matchers[0].is_complete()
+
+
+@needs_llama3
+def test_mask_workers_give_the_same_generation(llama3: gg.Vocabulary, model) -> None:
+    """Masks computed by worker processes (with the prefetcher) generate token for token what the caller's do."""
+    from greatgramma.serving import MaskWorkers
+
+    grammar = GRAMMARS["assign"]
+    compiled = gg.compile(gg.Grammar(grammar), llama3)
+    prompt = torch.tensor([[128000, 128000]] * 4)
+    eos = list(llama3.eos_token_ids)
+    outs = []
+    with MaskWorkers(1, min_batch=1, min_seconds=0.0) as workers:
+        for pool in (None, workers):
+            torch.manual_seed(5)
+            proc = GrammarLogitsProcessor(compiled, workers=pool)
+            out = model.generate(
+                prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=20, do_sample=True,
+                logits_processor=transformers.LogitsProcessorList([Bias(llama3), proc]),
+                stopping_criteria=transformers.StoppingCriteriaList([proc.prefetcher()]),
+                eos_token_id=eos, pad_token_id=eos[0],
+            )  # fmt: skip
+            outs.append(out.tolist())
+        assert workers._workers[0]._grammars  # the workers did fill rows
+    assert outs[0] == outs[1]
+    check_outputs(compiled, grammar, [row[prompt.shape[1] :] for row in outs[1]])

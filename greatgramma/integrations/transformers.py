@@ -13,6 +13,7 @@ from ..compiled import CompiledGrammar
 from ..errors import GreatGrammaError
 from ..kernels.torch import apply_token_bitmask_inplace
 from ..matcher import Matcher, fill_next_token_bitmasks
+from ..serving.mask_workers import MaskWorkers
 
 __all__ = ["GrammarLogitsProcessor", "MaskPrefetcher"]
 
@@ -35,6 +36,9 @@ class GrammarLogitsProcessor(LogitsProcessor):
     criteria right after a token is sampled and before the next forward pass, which is all the
     mask for the next step depends on; the prefetcher feeds the token and starts the masks on a
     background thread, and the processor waits for them (torch releases the GIL in the forward).
+
+    ``workers``: a :class:`~greatgramma.serving.MaskWorkers` whose processes compute a share of
+    each step's rows (worth it for large batches of grammars whose masks are not all cached).
     """
 
     def __init__(
@@ -43,12 +47,12 @@ class GrammarLogitsProcessor(LogitsProcessor):
         batch_size: int | None = None,
         *,
         pad_token_id: int | None = None,
-        max_workers: int | None = None,
+        workers: MaskWorkers | None = None,
     ) -> None:
         self.compiled = compiled
         self.batch_size = batch_size
         self.pad_token_id = pad_token_id
-        self.max_workers = max_workers
+        self.workers = workers
         self.matchers: list[Matcher] = []
         self._prompt_len: int | None = None
         self._consumed = 0
@@ -128,7 +132,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
 
     def _fill(self, bitmask: np.ndarray) -> np.ndarray:
         """Every row's next-token mask; rows that ended allow only EOS (and ``pad_token_id``)."""
-        fill_next_token_bitmasks(self.matchers, bitmask, max_workers=self.max_workers)
+        fill_next_token_bitmasks(self.matchers, bitmask, workers=self.workers)
         ending = list(self.matchers[0].eos_token_ids) if self.matchers else []
         if self.pad_token_id is not None:
             ending.append(self.pad_token_id)

@@ -1,0 +1,406 @@
+"""MaskWorkers: a batch's masks computed in worker processes beside the caller.
+
+A mask is computed in pure Python, which holds the GIL: threads run masks one at a time (two
+threads measured slower than one, eval/batch_scaling.md), processes run them in parallel. Each
+worker holds its own copy of every compiled grammar it is given (the artifact, saved once per
+grammar and loaded with the worker's copy of the vocabulary, so the token trie is built once per
+worker) and its own mask caches. A fill sends each worker the states of its rows (small values:
+a lexer state and the parser stack's states) and the worker writes the masks into a file in
+shared memory that the caller reads; the caller computes a share itself meanwhile. Row ``i``
+always goes to the same process, so the caches a worker warms are the ones its rows need next.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import multiprocessing
+import os
+import pickle
+import shutil
+import tempfile
+import threading
+import time
+import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import GreatGrammaError
+from ..matcher import write_rows
+
+if TYPE_CHECKING:
+    from ..matcher import Matcher
+
+__all__ = ["MaskWorkers"]
+
+MIN_BATCH = 4  # smaller batches are filled in the caller alone
+MIN_SECONDS = 0.5e-3  # so are batches whose masks are expected to take less (a round trip costs ~0.05-0.1 ms)
+FRAMES_KEPT = 1 << 18  # parser stack frames a worker keeps to share between steps
+
+
+class MaskWorkers:
+    """``processes`` worker processes (default: one fewer than the CPUs, at least one) that fill a
+    batch's masks together with the calling thread: ``gg.fill_next_token_bitmasks(matchers,
+    bitmask, workers=pool)``.
+
+    The workers start on first use (spawn: a script must create the pool under ``if __name__ ==
+    "__main__":``). Each grammar is saved once, at its first fill, to a temporary artifact that
+    the workers load (the tables filled so far travel with it; each worker fills the rest
+    itself). At most ``max_grammars`` grammars are kept in the workers, the least recently used
+    forgotten first. Batches of fewer than ``min_batch`` rows, and batches whose masks are expected
+    to take less than ``min_seconds`` (mostly cached masks: the cost of a row is learned as the
+    caller fills its share), are filled in the caller alone. The workers' maskers have the default
+    cache sizes. A worker that dies is replaced (a warning says so), and rows it had been given
+    are filled in the caller. The first fill waits for the workers to start (about a second:
+    Python and greatgramma are imported, the vocabulary's token trie built). ``close()`` (or a
+    ``with`` block) stops the workers and removes the files.
+    """
+
+    def __init__(
+        self, processes: int | None = None, *, min_batch: int = MIN_BATCH, min_seconds: float = MIN_SECONDS,
+        max_grammars: int = 64,
+    ) -> None:  # fmt: skip
+        if processes is None:
+            processes = max(1, (os.cpu_count() or 2) - 1)
+        if processes < 1:
+            raise ValueError(f"processes must be >= 1, got {processes}")
+        if max_grammars < 1:
+            raise ValueError(f"max_grammars must be >= 1, got {max_grammars}")
+        self.processes = processes
+        self.min_batch = min_batch
+        self.max_grammars = max_grammars
+        self._dir = tempfile.mkdtemp(prefix="gg-mask-workers-")
+        self._shared = tempfile.mkdtemp(prefix="gg-mask-rows-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        self._workers = [_Worker(k, self._shared) for k in range(processes)]
+        self._grammars: OrderedDict[int, tuple[Any, str]] = OrderedDict()  # identity -> (compiled, artifact)
+        self._lock = threading.Lock()
+        self._closed = False
+        self.min_seconds = min_seconds
+        self._row_seconds = 1.0  # what filling one row in this process costs, learned as it goes
+
+    # ------------------------------------------------------------ public API
+
+    def fill(self, matchers: Sequence[Matcher | None], bitmask: Any) -> None:
+        """What :func:`~greatgramma.fill_next_token_bitmasks` does, with the rows spread over the processes."""
+        rows = [i for i, m in enumerate(matchers) if m is not None]
+        with self._lock:
+            if self._closed:
+                raise GreatGrammaError("this MaskWorkers was closed")
+            if len(rows) < max(self.min_batch, 2) or self._row_seconds * len(rows) < self.min_seconds:
+                self._fill_here(matchers, rows, bitmask)  # too little work to pay for a round trip
+                return
+            share = 1 + len(self._workers)
+            own = [i for i in rows if i % share == 0 or matchers[i].state.finished]  # type: ignore[union-attr]
+            asked: list[tuple[_Worker, list[int]]] = []
+            try:
+                for k, worker in enumerate(self._workers, start=1):
+                    jobs = [i for i in rows if i % share == k and not matchers[i].state.finished]  # type: ignore[union-attr]
+                    if jobs and worker.ask(self, [matchers[i] for i in jobs]):  # type: ignore[misc]
+                        asked.append((worker, jobs))
+                    else:
+                        own += jobs  # the worker could not be reached: the caller fills its rows
+                self._fill_here(matchers, own, bitmask)
+                failure = None
+                while asked:
+                    worker, jobs = asked.pop(0)
+                    try:
+                        words = worker.answer()
+                    except Exception as exc:  # noqa: BLE001 - raised once every worker has answered
+                        failure = failure or exc
+                        continue
+                    if words is None:  # the worker died: its rows are filled here
+                        self._fill_here(matchers, jobs, bitmask)
+                    else:
+                        write_rows(bitmask, jobs, [w[: _words(matchers[i])] for w, i in zip(words, jobs)])
+            except BaseException:
+                for worker, _ in asked:  # interrupted before they answered: out of step with the pipe
+                    worker.stop()
+                raise
+            if failure is not None:
+                raise failure
+
+    def close(self) -> None:
+        """Stop the workers and remove the pool's files."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for worker in self._workers:
+                worker.stop()
+            shutil.rmtree(self._dir, ignore_errors=True)
+            shutil.rmtree(self._shared, ignore_errors=True)
+
+    def __enter__(self) -> MaskWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def __repr__(self) -> str:
+        return f"MaskWorkers(processes={self.processes}, grammars={len(self._grammars)}, closed={self._closed})"
+
+    # ------------------------------------------------------------ internals
+
+    def _fill_here(self, matchers: Sequence[Any], rows: list[int], bitmask: Any) -> None:
+        """Fill ``rows`` in the calling process, and learn what a row costs (a moving average)."""
+        if not rows:
+            return
+        start = time.perf_counter()
+        write_rows(bitmask, rows, [matchers[i].next_token_mask() for i in rows])
+        seconds = (time.perf_counter() - start) / len(rows)
+        self._row_seconds += (seconds - self._row_seconds) / 8
+
+    def artifact(self, compiled: Any) -> str:
+        """The artifact of ``compiled`` for the workers (saved at its first use); may forget the oldest grammar."""
+        key = compiled.identity
+        got = self._grammars.get(key)
+        if got is not None:
+            self._grammars.move_to_end(key)
+            return got[1]
+        path = os.path.join(self._dir, f"{key}.gg")
+        compiled.save(path)
+        self._grammars[key] = (compiled, path)
+        while len(self._grammars) > self.max_grammars:
+            old, (_, old_path) = self._grammars.popitem(last=False)
+            for worker in self._workers:
+                worker.forget(old)
+            os.unlink(old_path)
+        return path
+
+
+def _words(matcher: Any) -> int:
+    return (matcher.vocab_size + 31) // 32
+
+
+class _Worker:
+    """One worker process, its pipe, the grammars and vocabularies it holds, and its rows file."""
+
+    def __init__(self, index: int, shared_dir: str) -> None:
+        self.index = index
+        self._shared_dir = shared_dir
+        self._proc: Any = None
+        self._conn: Any = None
+        self._grammars: set[int] = set()
+        self._vocabs: set[str] = set()
+        self._rows: np.ndarray | None = None  # (rows, width) int32 words, shared with the worker
+        self._rows_path: str | None = None
+        self._generation = 0
+        self._warned = False
+
+    def ask(self, pool: MaskWorkers, matchers: list[Matcher]) -> bool:
+        """Send the rows' states; False if the worker cannot be started or reached."""
+        try:
+            self._start()
+            jobs = []
+            for m in matchers:
+                compiled = m.compiled
+                key = compiled.identity
+                if key not in self._grammars:
+                    vocab = compiled.vocab
+                    fingerprint = vocab.fingerprint()
+                    if fingerprint not in self._vocabs:
+                        self._conn.send(("vocab", fingerprint, vocab))
+                        self._vocabs.add(fingerprint)
+                    self._conn.send(("grammar", key, pool.artifact(compiled), fingerprint))
+                    self._grammars.add(key)
+                state = m.state
+                jobs.append((key, state.lexer, state.stack))
+            width = max(_words(m) for m in matchers)
+            self._ensure_rows(len(jobs), width)
+            self._conn.send(("masks", jobs))
+            return True
+        except (OSError, EOFError):
+            self._lost()
+            return False
+
+    def answer(self) -> list[np.ndarray] | None:
+        """The masks asked for (views of the rows file), or None if the worker died meanwhile."""
+        try:
+            status, value = self._conn.recv()
+        except (OSError, EOFError):
+            self._lost()
+            return None
+        if status == "error":
+            raise value
+        return list(self._rows[:value])  # type: ignore[index]
+
+    def forget(self, key: int) -> None:
+        if key in self._grammars:
+            self._grammars.discard(key)
+            try:
+                self._conn.send(("forget", key))
+            except (OSError, EOFError):
+                self._lost()
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            try:
+                self._conn.send(None)
+                self._proc.join(timeout=2)
+            except (OSError, EOFError):
+                pass
+        self._kill()
+
+    def _start(self) -> None:
+        if self._proc is not None:
+            if self._proc.is_alive():
+                return
+            self._lost()
+        ctx = multiprocessing.get_context("spawn")  # fork would copy the parent's threads and locks
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_worker_main, args=(child,), daemon=True, name=f"gg-masks-{self.index}")
+        self._proc.start()
+        child.close()
+
+    def _ensure_rows(self, rows: int, width: int) -> None:
+        """A rows file with room for ``rows`` x ``width`` words, shared with the worker."""
+        have = self._rows
+        if have is not None and have.shape[0] >= rows and have.shape[1] >= width:
+            return
+        if have is not None:
+            rows, width = max(rows, have.shape[0]), max(width, have.shape[1])
+        rows = max(rows, 8)
+        self._generation += 1
+        path = os.path.join(self._shared_dir, f"{self.index}-{self._generation}.rows")
+        self._rows = shared_rows(path, rows, width, create=True)
+        self._conn.send(("rows", path, rows, width))
+        self._remove_rows()
+        self._rows_path = path
+
+    def _lost(self) -> None:
+        """The worker is gone: forget what it held; the next fill starts a fresh one."""
+        code = None if self._proc is None else self._proc.exitcode
+        self._kill()
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"greatgramma mask worker {self.index} stopped (exit code {code}); the rows it had are filled "
+                "in the calling process, and a new worker takes its place. A script that uses worker "
+                "processes must create them under `if __name__ == '__main__':` (spawn runs it again).",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.join()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._grammars.clear()
+        self._vocabs.clear()
+        self._remove_rows()
+        self._rows = None
+
+    def _remove_rows(self) -> None:
+        if self._rows_path is not None:
+            try:
+                os.unlink(self._rows_path)
+            except OSError:
+                pass
+            self._rows_path = None
+
+
+def shared_rows(path: str, rows: int, width: int, *, create: bool = False) -> np.ndarray:
+    """A (rows, width) int32 array over the file at ``path`` (created and sized with ``create``),
+    mapped shared: what one process writes there the other reads."""
+    with open(path, "w+b" if create else "r+b") as f:
+        if create:
+            f.truncate(rows * width * 4)
+        mapped = mmap.mmap(f.fileno(), rows * width * 4)
+    return np.frombuffer(mapped, dtype=np.int32).reshape(rows, width)
+
+
+class _Frames:
+    """The worker's parser stacks, hash-consed: a stack arrives as its states (``Frame``'s pickle),
+    and the frames it shares with stacks seen before are those same frames, so the reductions
+    memoized on them (:meth:`~greatgramma.parser.LalrParser.feed`) and the mask caches keyed by
+    them serve the next steps as they do in the caller. Cleared when it holds ``limit`` frames."""
+
+    def __init__(self, limit: int = FRAMES_KEPT) -> None:
+        self.limit = limit
+        self._made: dict[tuple[int, int], Any] = {}  # (id of the parent frame, state) -> frame
+
+    def of(self, states: tuple[int, ...]) -> Any:
+        from ..stack import Frame
+
+        made = self._made
+        if len(made) > self.limit:
+            made.clear()
+        frame = None
+        for state in states:
+            key = (id(frame), state)  # the parent is alive: its children in the table point to it
+            child = made.get(key)
+            if child is None:
+                child = made[key] = Frame(state, frame)
+            frame = child
+        return frame
+
+
+class _Unpickler(pickle.Unpickler):
+    """Reads the caller's messages, building stacks through :class:`_Frames`."""
+
+    def __init__(self, data: bytes, frames: _Frames) -> None:
+        super().__init__(io.BytesIO(data))
+        self._frames = frames
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "greatgramma.stack" and name == "frames_of":
+            return self._frames.of
+        return super().find_class(module, name)
+
+
+def _worker_main(conn: Any) -> None:
+    """A worker's loop: messages in order; ("ok", n) or ("error", exception) after each "masks"."""
+    from ..compiled import load
+    from ..masker import Masker, State
+
+    vocabs: dict[str, Any] = {}
+    maskers: dict[int, Any] = {}  # grammar identity in the caller -> Masker, or the exception loading it
+    rows: np.ndarray | None = None
+    frames = _Frames()
+    while True:
+        try:
+            message = _Unpickler(conn.recv_bytes(), frames).load()
+        except EOFError:
+            return
+        if message is None:
+            return
+        kind = message[0]
+        if kind == "vocab":
+            vocabs[message[1]] = message[2]
+        elif kind == "grammar":
+            _, key, path, fingerprint = message
+            try:
+                maskers[key] = Masker(load(path, vocab=vocabs[fingerprint]))
+            except Exception as exc:  # noqa: BLE001 - reported when its masks are asked for
+                maskers[key] = exc
+        elif kind == "forget":
+            maskers.pop(message[1], None)
+        elif kind == "rows":
+            rows = shared_rows(*message[1:])
+        elif kind == "masks":
+            try:
+                for slot, (key, lexer, stack) in enumerate(message[1]):
+                    masker = maskers[key]
+                    if isinstance(masker, Exception):
+                        raise masker
+                    words = masker.mask(State(lexer, stack, False, masker.compiled.identity))
+                    rows[slot, : len(words)] = words  # type: ignore[index]
+                conn.send(("ok", len(message[1])))
+            except Exception as exc:  # noqa: BLE001 - every failure goes back to the caller
+                try:
+                    conn.send(("error", exc))
+                except Exception:  # noqa: BLE001 - an exception that does not pickle
+                    conn.send(("error", GreatGrammaError(f"{type(exc).__name__}: {exc}")))

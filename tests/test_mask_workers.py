@@ -1,0 +1,175 @@
+"""MaskWorkers: a batch's masks computed in worker processes equal the masks computed in the caller.
+
+Every fill through the workers is compared row by row with each matcher's own ``next_token_mask``
+(the caller's Masker: another process, other caches): seeded random walks of a batch under the
+calc grammar and under the Python benchmark grammar with its indenter (whose stacks carry bracket
+depth and indentation levels), two grammars of different vocabulary sizes in one batch, finished
+rows and None rows, a torch bitmask. Also: a worker killed between fills (its rows are filled in
+the caller, with a warning, and a new worker takes over), grammars forgotten past
+``max_grammars``, the cost-based choice to stay in the caller, the worker's hash-consed stacks.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+from helpers import CALC_TOKENS
+from test_python_grammar import OWN_PROGRAMS, small_compiled, small_ids
+
+import greatgramma as gg
+from greatgramma.serving import MaskWorkers
+from greatgramma.serving.mask_workers import _Frames
+from greatgramma.stack import frames_of
+
+EOS = 0
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with MaskWorkers(2, min_batch=1, min_seconds=0.0) as workers:  # always through the workers
+        yield workers
+
+
+def words_of(m: gg.Matcher) -> int:
+    return (m.vocab_size + 31) // 32
+
+
+def check_fill(pool: MaskWorkers, matchers: list[gg.Matcher | None], width: int | None = None) -> np.ndarray:
+    """Fill through the workers; every row equals the matcher's own mask; None rows untouched."""
+    width = width or max(words_of(m) for m in matchers if m is not None)
+    bitmask = np.full((len(matchers) + 1, width), -1, dtype=np.int32)
+    gg.fill_next_token_bitmasks(matchers, bitmask, workers=pool)
+    for i, m in enumerate(matchers):
+        if m is None:
+            assert (bitmask[i] == -1).all(), f"row {i} (None) was written"
+            continue
+        own = m.next_token_mask()
+        assert np.array_equal(bitmask[i, : len(own)], own), f"row {i}: the workers' mask differs"
+        assert not bitmask[i, len(own) :].any(), f"row {i}: words past the vocabulary not zeroed"
+    assert (bitmask[-1] == -1).all()
+    return bitmask
+
+
+def random_walks(pool: MaskWorkers, compiled: gg.CompiledGrammar, batch: int, steps: int, seed: int) -> int:
+    """``batch`` matchers take random allowed tokens in lockstep; every step's fill is checked."""
+    rng = random.Random(seed)
+    masker = gg.Masker(compiled)
+    matchers = [gg.Matcher(masker) for _ in range(batch)]
+    filled = 0
+    for _ in range(steps):
+        bitmask = check_fill(pool, matchers)
+        filled += 1
+        for i, m in enumerate(matchers):
+            allowed = np.nonzero(gg.bitmask_to_bool(bitmask[i], m.vocab_size))[0].tolist()
+            assert allowed, f"row {i}: empty mask"
+            if m.is_terminated():
+                continue
+            choices = [t for t in allowed if t not in m.eos_token_ids] or allowed
+            assert m.accept_token(rng.choice(choices))
+    return filled
+
+
+def test_calc_walks(pool: MaskWorkers, calc_compiled) -> None:
+    assert random_walks(pool, calc_compiled, batch=7, steps=25, seed=1) == 25
+
+
+def test_indented_stacks(pool: MaskWorkers) -> None:
+    """Python with the indenter: each row walks a prefix of a program, then random tokens."""
+    compiled = small_compiled()
+    masker = gg.Masker(compiled)
+    programs = [p.read_bytes() for p in OWN_PROGRAMS]
+    matchers = []
+    for k in range(6):
+        m = gg.Matcher(masker)
+        ids = small_ids(programs[k % len(programs)])
+        assert m.accept_tokens(ids[: 40 + 30 * k]) == len(ids[: 40 + 30 * k])
+        matchers.append(m)
+    for step in range(12):
+        bitmask = check_fill(pool, matchers)
+        for i, m in enumerate(matchers):
+            allowed = np.nonzero(gg.bitmask_to_bool(bitmask[i], m.vocab_size))[0].tolist()
+            tok = random.Random(step * 31 + i).choice([t for t in allowed if t != EOS])
+            assert m.accept_token(tok)
+    assert random_walks(pool, compiled, batch=5, steps=15, seed=2) == 15
+
+
+def test_mixed_grammars_finished_and_empty_rows(pool: MaskWorkers, calc_compiled) -> None:
+    small = gg.Vocabulary.from_token_bytes(CALC_TOKENS, eos_token_ids=[0], vocab_size=70)
+    other = gg.compile(gg.Grammar('start: "1"+ "+"\n'), small)
+    done = gg.Matcher(calc_compiled)
+    assert done.accept_tokens([CALC_TOKENS.index(b"1"), EOS]) == 2 and done.is_terminated()
+    rows = [gg.Matcher(calc_compiled), None, gg.Matcher(other), done, None, gg.Matcher(other), gg.Matcher(calc_compiled)]
+    assert rows[5].accept_token(CALC_TOKENS.index(b"1"))
+    bitmask = check_fill(pool, rows, width=8)
+    assert np.nonzero(gg.bitmask_to_bool(bitmask[3], calc_compiled.vocab.vocab_size))[0].tolist() == [EOS]
+
+
+def test_torch_bitmask(pool: MaskWorkers, calc_compiled) -> None:
+    torch = pytest.importorskip("torch", reason="torch not installed (pip install '.[torch]')")
+    matchers = [gg.Matcher(calc_compiled) for _ in range(5)]
+    matchers[2].accept_token(CALC_TOKENS.index(b"("))
+    need = words_of(matchers[0])
+    bitmask = torch.full((5, need), -1, dtype=torch.int32)
+    gg.fill_next_token_bitmasks(matchers, bitmask, workers=pool)
+    for i, m in enumerate(matchers):
+        assert np.array_equal(bitmask[i].numpy(), m.next_token_mask())
+
+
+def test_killed_worker_is_replaced(calc_compiled) -> None:
+    with MaskWorkers(1, min_batch=1, min_seconds=0.0) as workers:
+        matchers = [gg.Matcher(calc_compiled) for _ in range(4)]
+        check_fill(workers, matchers)
+        worker = workers._workers[0]
+        worker._proc.kill()
+        worker._proc.join()
+        with pytest.warns(RuntimeWarning, match="mask worker 0 stopped"):
+            check_fill(workers, matchers)  # filled in the caller
+        check_fill(workers, matchers)  # a fresh worker
+        assert worker._proc is not None and worker._proc.is_alive()
+    with pytest.raises(gg.GreatGrammaError, match="closed"):
+        workers.fill(matchers, np.zeros((4, words_of(matchers[0])), dtype=np.int32))
+
+
+def test_grammars_forgotten_past_max_grammars(calc_vocab) -> None:
+    texts = ['start: "1"+\n', 'start: "x" "y"*\n', 'start: ("1" | "2") "+"?\n']
+    compiled = [gg.compile(gg.Grammar(t), calc_vocab) for t in texts]
+    with MaskWorkers(1, min_batch=1, min_seconds=0.0, max_grammars=2) as workers:
+        for round_ in range(2):
+            for c in compiled:
+                check_fill(workers, [gg.Matcher(c) for _ in range(3)])
+                assert len(workers._grammars) <= 2
+                assert len(os.listdir(workers._dir)) == len(workers._grammars)
+        assert workers._workers[0]._grammars == set(workers._grammars)
+
+
+def test_cheap_batches_stay_in_the_caller(calc_compiled) -> None:
+    with MaskWorkers(1, min_batch=2, min_seconds=10.0) as workers:
+        matchers = [gg.Matcher(calc_compiled) for _ in range(6)]
+        check_fill(workers, matchers)  # learns that a row costs far less than 10 s / 6
+        check_fill(workers, matchers)
+        assert workers._workers[0]._proc is None  # never started
+    with MaskWorkers(1, min_batch=8, min_seconds=0.0) as workers:
+        check_fill(workers, [gg.Matcher(calc_compiled) for _ in range(7)])
+        assert workers._workers[0]._proc is None
+
+
+def test_bad_options() -> None:
+    with pytest.raises(ValueError, match="processes"):
+        MaskWorkers(0)
+    with pytest.raises(ValueError, match="max_grammars"):
+        MaskWorkers(1, max_grammars=0)
+
+
+def test_hash_consed_stacks_share_frames() -> None:
+    frames = _Frames(limit=100)
+    a = frames.of((0, 5, 7, 9))
+    b = frames.of((0, 5, 7, 11))
+    assert a.states() == (0, 5, 7, 9) and b.states() == (0, 5, 7, 11)
+    assert a.parent is b.parent and frames.of((0, 5, 7, 9)) is a
+    assert a == frames_of((0, 5, 7, 9))
+    small = _Frames(limit=3)
+    first = small.of((1, 2, 3, 4))
+    assert small.of((1, 2, 3, 4)) is not first and small.of((1, 2, 3, 4)).states() == first.states()  # cleared
