@@ -6,12 +6,14 @@ are appended and counted as forced; when there are none, the next token of the t
 tokenization (from where the text stands) is taken as sampled. The share is forced / (forced +
 sampled), over all texts of a cell. ``records`` (eval/data/jump_forward/) is compact JSON of one
 fixed schema written as a grammar by hand, as a JSON Schema front end would write it. MaskBench (JSON Schema instances) reports 3-21% per split;
-``--schemas`` measures those once ``gg.Grammar.from_json_schema`` exists.
+``--schemas`` measures them on MaskBench's valid instances, per split, in three modes (the front
+end's default with MaskBench's pretty printing; compact; compact with extra members forbidden).
 
     python -m eval.jump_forward                                  # all cells, writes eval/out/
     python -m eval.jump_forward --grammars json --tokenizers llama3
     python -m eval.jump_forward --update-results                 # rewrites eval/jump_forward.json and .md
-    python -m eval.jump_forward --schemas DIR                    # MaskBench-style files: {"schema": ..., "tests": [{"data": ..., "valid": true}]}
+    python -m eval.jump_forward --schemas ../shared/bench/jsonschema/data --tokenizers llama3 --per-split 20
+                                                                 # writes eval/out/jump_forward_maskbench.json (--update-results: eval/)
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from eval.paths import ROOT, bench_grammar, markdown_table, programs, tokenizer_
 JSON_SUITE = ROOT / "tests" / "data" / "jsontestsuite" / "test_parsing"
 RECORDS = ROOT / "eval" / "data" / "jump_forward"  # a fixed-schema grammar and its instances
 RESULTS = ROOT / "eval" / "jump_forward.json"
+SCHEMA_RESULTS = ROOT / "eval" / "jump_forward_maskbench.json"
 
 
 def simulate(matcher, text: bytes, encode, tokenize) -> tuple[int, int, int]:
@@ -108,48 +111,93 @@ def run_cell(grammar: str, tokenizer: str) -> dict:
     }
 
 
-def run_schemas(folder: Path, tokenizer: str) -> dict:
-    """MaskBench-style files: the valid instances of each schema, compact JSON (needs Grammar.from_json_schema)."""
+SCHEMA_MODES = {
+    # name: (Grammar.from_json_schema options, how the instance is written)
+    "default": ({}, "maskbench"),  # any JSON whitespace, extra members allowed; MaskBench's pretty printing
+    "compact": ({"whitespace": "compact"}, "compact"),  # no whitespace; compact JSON
+    "compact-closed": ({"whitespace": "compact", "additional_properties": False}, "compact"),  # and no extra members
+}
+
+
+def split_of(path: Path) -> str:
+    """MaskBench's split of a file: the name before ``---``, or BFCL for the BFCL_* files."""
+    name = path.stem
+    return name.split("---")[0] if "---" in name else name.split("_")[0]
+
+
+def run_schemas(folder: Path, tokenizer: str, per_split: int, seed: int) -> list[dict]:
+    """MaskBench files, ``per_split`` seeded schemas per split: the valid instances of each, in
+    each of SCHEMA_MODES; a cell per (split, mode). Schemas the front end refuses and instances
+    the mode cannot write (extra members when they are closed) are counted, not walked."""
+    import random
+
     import greatgramma as gg
+    from eval.maskbench import round_float_to_int, serialize
     from greatgramma.tokenize import bytes_tokenizer, encode_exact, load_tokenizer
 
-    if not hasattr(gg.Grammar, "from_json_schema"):
-        raise SystemExit("--schemas needs gg.Grammar.from_json_schema, which this revision does not have")
     vocab = gg.Vocabulary.from_file(tokenizer_file(tokenizer))
     hf = load_tokenizer(tokenizer_file(tokenizer))
     tokenize = bytes_tokenizer(hf, vocab.token_bytes)
-    forced = sampled = 0
+    encode = lambda b: encode_exact(hf, b.decode(), vocab.token_bytes)  # noqa: E731
+    splits: dict[str, list[Path]] = {}
     for path in sorted(folder.glob("*.json")):
-        spec = json.loads(path.read_text(encoding="utf-8"))
-        compiled = gg.compile(gg.Grammar.from_json_schema(spec["schema"]), vocab)
-        for test in spec["tests"]:
-            if test.get("valid"):
-                text = json.dumps(test["data"], separators=(",", ":")).encode()
-                f, s, _ = simulate(gg.Matcher(compiled), text, lambda b: encode_exact(hf, b.decode(), vocab.token_bytes), tokenize)
-                forced, sampled = forced + f, sampled + s
-    return {"grammar": f"schemas:{folder.name}", "tokenizer": tokenizer, "forced_tokens": forced,
-            "sampled_tokens": sampled, "forced_share": forced / max(1, forced + sampled)}
+        if any(t.get("valid") for t in json.loads(path.read_text(encoding="utf-8")).get("tests", [])):
+            splits.setdefault(split_of(path), []).append(path)  # schemas with a valid instance
+    cells = []
+    for split, paths in sorted(splits.items()):
+        chosen = random.Random(seed).sample(paths, min(per_split, len(paths)))
+        for mode, (options, writing) in SCHEMA_MODES.items():
+            cell = {"grammar": f"maskbench:{split}", "mode": mode, "tokenizer": tokenizer, "schemas": 0, "refused_schemas": 0,
+                    "texts": 0, "skipped": 0, "forced_tokens": 0, "sampled_tokens": 0, "withheld_forced_bytes": 0}  # fmt: skip
+            t0 = time.perf_counter()
+            for path in chosen:
+                spec = json.loads(path.read_text(encoding="utf-8"))
+                valid = [t["data"] for t in spec["tests"] if t.get("valid")]
+                try:
+                    compiled = gg.compile(gg.Grammar.from_json_schema(spec["schema"], **options), vocab)
+                except gg.GreatGrammaError:
+                    cell["refused_schemas"] += 1
+                    continue
+                cell["schemas"] += 1
+                for data in valid:
+                    text = serialize(data) if writing == "maskbench" else json.dumps(round_float_to_int(data), separators=(",", ":"), ensure_ascii=False)
+                    try:
+                        f, s_, w = simulate(gg.Matcher(compiled), text.encode(), encode, tokenize)
+                    except ValueError:
+                        cell["skipped"] += 1  # refused as written: property order, or extra members in a closed mode
+                        continue
+                    cell["texts"] += 1
+                    cell["forced_tokens"] += f
+                    cell["sampled_tokens"] += s_
+                    cell["withheld_forced_bytes"] += w
+            cell["forced_share"] = cell["forced_tokens"] / max(1, cell["forced_tokens"] + cell["sampled_tokens"])
+            cell["seconds"] = round(time.perf_counter() - t0, 1)
+            print(json.dumps(cell), flush=True)
+            cells.append(cell)
+    return cells
 
 
 def markdown(cells: list[dict]) -> str:
-    columns = ["grammar", "tokenizer", "texts", "forced tokens", "sampled tokens", "forced share", "forced bytes withheld"]
+    columns = ["grammar", "mode", "tokenizer", "texts", "forced tokens", "sampled tokens", "forced share", "forced bytes withheld"]
     rows = [
-        [c["grammar"], c["tokenizer"], c.get("texts", ""), c["forced_tokens"], c["sampled_tokens"],
+        [c["grammar"], c.get("mode", ""), c["tokenizer"], c.get("texts", ""), c["forced_tokens"], c["sampled_tokens"],
          f"{100 * c['forced_share']:.1f}%", c.get("withheld_forced_bytes", "")]
         for c in cells
     ]
-    return markdown_table(columns, rows, "llrrrrr")
+    return markdown_table(columns, rows, "lllrrrrr")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--grammars", nargs="+", default=["records", "jsontestsuite", "json", "go", "java", "python"])
     ap.add_argument("--tokenizers", nargs="+", default=["llama2", "llama3", "qwen3"])
-    ap.add_argument("--schemas", type=Path, help="a folder of MaskBench-style schema files (needs Grammar.from_json_schema)")
+    ap.add_argument("--schemas", type=Path, help="MaskBench's data folder (../shared/bench/jsonschema/data; guidance-ai/jsonschemabench, maskbench/data)")
+    ap.add_argument("--per-split", type=int, default=20, help="schemas per MaskBench split (seeded sample)")
+    ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--update-results", action="store_true", help=f"write {RESULTS.name} and .md in eval/ (else eval/out/)")
     args = ap.parse_args()
     if args.schemas:
-        cells = [run_schemas(args.schemas, t) for t in args.tokenizers]
+        cells = [c for t in args.tokenizers for c in run_schemas(args.schemas, t, args.per_split, args.seed)]
     else:
         cells = []
         for g in args.grammars:
@@ -157,7 +205,9 @@ def main() -> None:
                 cells.append(run_cell(g, t))
                 print(json.dumps(cells[-1]), flush=True)
     out = {"machine": platform.platform(), "python": platform.python_version(), "cells": cells}
-    write_results(RESULTS, args.update_results, out, markdown(cells))
+    if args.schemas:
+        out.update(per_split=args.per_split, seed=args.seed)
+    write_results(SCHEMA_RESULTS if args.schemas else RESULTS, args.update_results, out, markdown(cells))
     print(markdown(cells))
 
 

@@ -253,6 +253,32 @@ def test_batched_fill_and_apply(served) -> None:
     assert (mask == -1).all()
 
 
+def test_batched_fill_through_mask_workers(tmp_path, monkeypatch) -> None:
+    """GREATGRAMMA_MASK_WORKERS gives the backend worker processes; a batch filled through them
+    equals each request's own mask, rows of other grammar objects and empty rows untouched."""
+    monkeypatch.setenv("GREATGRAMMA_MASK_WORKERS", "1")
+    s = Served("llama3", tmp_path)
+    try:
+        workers = s.backend.mask_workers
+        assert workers is not None and workers.processes == 1
+        workers.min_batch, workers.min_seconds = 1, 0.0  # through the worker however cheap the batch
+        grammars = [s.request(("regex", r"\d{3}-[a-z]+")), s.request(("ebnf", LARK)), s.request(("json", json.dumps(SCHEMA)))]
+        assert all(g.workers is workers for g in grammars)
+        for g, text in zip(grammars, ["12", "", '{"name": "A'], strict=True):
+            for tok in s.encode(text):
+                g.accept_token(tok)
+        rows = [GrammarRow(5, grammars[0]), GrammarRow(1, grammars[1]), GrammarRow(2, grammars[2]), GrammarRow(4, grammars[0].copy())]
+        mask = grammars[0].allocate_vocab_mask(vocab_size=s.vocab_size, batch_size=6, device="cpu")
+        grammars[0].fill_vocab_mask_batched(rows, mask)
+        for row, g in rows:
+            np.testing.assert_array_equal(mask[row].numpy(), g.matcher.next_token_mask())
+        assert (mask[[0, 3]] == -1).all()
+        assert workers._workers[0]._grammars  # the worker filled rows
+    finally:
+        s.close()
+        s.backend.mask_workers.close()
+
+
 def test_set_token_filter(served) -> None:
     s = served("llama3")
     mask = s.backend.allocate_vocab_mask(s.vocab_size, 2, "cpu")

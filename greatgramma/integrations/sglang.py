@@ -47,7 +47,7 @@ from ..grammar import Grammar
 from ..kernels.layout import get_bitmask_shape
 from ..kernels.torch import apply_token_bitmask_inplace
 from ..matcher import Matcher, fill_next_token_bitmasks
-from ..serving import GrammarCache
+from ..serving import GrammarCache, MaskWorkers
 from ..vocab import Vocabulary
 
 __all__ = ["BACKEND_NAME", "GreatgrammaGrammar", "GreatgrammaGrammarBackend", "create_backend", "register"]
@@ -91,15 +91,20 @@ class GreatgrammaGrammar(BaseGrammarObject):
     ``accept_token`` raises ValueError for a token the grammar refuses (SGLang aborts that request
     and names the error) and ignores tokens after EOS was accepted, as SGLang's xgrammar object
     does. ``copy()`` is a fresh matcher on the same compiled grammar (SGLang's cache hands one to
-    each request); matchers of one compiled grammar share its mask caches.
+    each request); matchers of one compiled grammar share its mask caches. ``workers``: the
+    backend's :class:`~greatgramma.serving.MaskWorkers`, which ``fill_vocab_mask_batched`` uses.
     """
 
-    def __init__(self, compiled: CompiledGrammar, key: tuple[str, str], stats: GrammarStats | None = None) -> None:
+    def __init__(
+        self, compiled: CompiledGrammar, key: tuple[str, str], stats: GrammarStats | None = None,
+        workers: MaskWorkers | None = None,
+    ) -> None:  # fmt: skip
         super().__init__()
         self.compiled = compiled
         self.key = key
         self.matcher = Matcher(compiled, max_rollback_tokens=MAX_ROLLBACK_TOKENS)
         self.grammar_stats = stats
+        self.workers = workers
 
     # ------------------------------------------------------------ decoding
 
@@ -124,7 +129,7 @@ class GreatgrammaGrammar(BaseGrammarObject):
         stats = self.grammar_stats
         if stats is not None:
             stats = dataclasses.replace(stats, is_cache_hit=True, tree_traversal_time=[])
-        return GreatgrammaGrammar(self.compiled, self.key, stats)
+        return GreatgrammaGrammar(self.compiled, self.key, stats, self.workers)
 
     # ------------------------------------------------------------ masks
 
@@ -135,14 +140,17 @@ class GreatgrammaGrammar(BaseGrammarObject):
 
     @staticmethod
     def fill_vocab_mask_batched(entries: list[GrammarRow], vocab_mask: torch.Tensor) -> None:
-        """Fill the listed rows (ours in one batched write; other grammar objects row by row)."""
+        """Fill the listed rows (ours in one batched write, through the backend's mask workers if it
+        has them; other grammar objects row by row)."""
         ours: list[Matcher | None] = [None] * vocab_mask.shape[0]
+        workers = None
         for row, grammar in entries:
             if isinstance(grammar, GreatgrammaGrammar):
                 ours[row] = grammar.matcher
+                workers = workers or grammar.workers
             else:
                 grammar.fill_vocab_mask(vocab_mask, row)
-        fill_next_token_bitmasks(ours, vocab_mask)
+        fill_next_token_bitmasks(ours, vocab_mask, workers=workers)
 
     reset_vocab_mask = staticmethod(reset_vocab_mask)
     move_vocab_mask = staticmethod(move_vocab_mask)
@@ -188,7 +196,9 @@ class GreatgrammaGrammarBackend(BaseGrammarBackend):
     :meth:`Grammar.from_json_schema`. ``compile_workers``, ``cache_dir`` and
     ``compile_timeout`` configure the :class:`~greatgramma.serving.GrammarCache` that compiles
     (worker processes keep a compile from holding the scheduler's GIL; a directory keeps
-    artifacts across restarts). A grammar that does not compile becomes SGLang's
+    artifacts across restarts). ``mask_workers > 0`` fills each batch's masks with that many
+    worker processes beside the scheduler (:class:`~greatgramma.serving.MaskWorkers`; SGLang
+    asks for a batch's masks at once). A grammar that does not compile becomes SGLang's
     ``InvalidGrammarObject`` with greatgramma's message, so the request is aborted with it.
     """
 
@@ -202,6 +212,7 @@ class GreatgrammaGrammarBackend(BaseGrammarBackend):
         compile_workers: int = 0,
         cache_dir: str | os.PathLike | None = None,
         compile_timeout: float | None = None,
+        mask_workers: int = 0,
     ) -> None:
         super().__init__()
         eos = sorted(eos_token_ids) if eos_token_ids else None
@@ -211,6 +222,7 @@ class GreatgrammaGrammarBackend(BaseGrammarBackend):
         self.grammar_cache = GrammarCache(
             self.vocab, workers=compile_workers, directory=cache_dir, compile_timeout=compile_timeout
         )
+        self.mask_workers = MaskWorkers(mask_workers) if mask_workers > 0 else None
 
     def dispatch_json(self, key_string: str) -> BaseGrammarObject:
         if key_string == ANY_JSON:
@@ -263,7 +275,7 @@ class GreatgrammaGrammarBackend(BaseGrammarBackend):
         except (GreatGrammaError, ValueError, RecursionError) as exc:  # ValueError: the schema is not JSON
             logger.warning("greatgramma could not compile a %s grammar: %s", kind, exc)
             return InvalidGrammarObject(f"greatgramma: {exc}")
-        return GreatgrammaGrammar(compiled, (kind, key_string), GrammarStats(dispatch_type=kind))
+        return GreatgrammaGrammar(compiled, (kind, key_string), GrammarStats(dispatch_type=kind), self.mask_workers)
 
 
 def _refuse(message: str) -> InvalidGrammarObject:
@@ -290,7 +302,8 @@ def create_backend(server_args: Any, tokenizer: Any, vocab_size: int, eos_token_
     Reads SGLang's JSON whitespace options (``--constrained-json-disable-any-whitespace``:
     none; ``--constrained-json-max-whitespace-cnt N``: runs of at most N) and, for the compile
     cache, the environment variables ``GREATGRAMMA_COMPILE_WORKERS`` (worker processes, default 0)
-    and ``GREATGRAMMA_CACHE_DIR`` (artifact directory). With ``--reasoning-parser``, the backend
+    and ``GREATGRAMMA_CACHE_DIR`` (artifact directory), and ``GREATGRAMMA_MASK_WORKERS`` (worker
+    processes that fill a batch's masks beside the scheduler, default 0). With ``--reasoning-parser``, the backend
     is wrapped in SGLang's ``ReasonerGrammarBackend`` exactly when SGLang would wrap its own.
     """
     from sglang.srt.runtime_context import get_serving
@@ -310,6 +323,7 @@ def create_backend(server_args: Any, tokenizer: Any, vocab_size: int, eos_token_
         whitespace=whitespace,
         compile_workers=int(os.environ.get("GREATGRAMMA_COMPILE_WORKERS", "0")),
         cache_dir=os.environ.get("GREATGRAMMA_CACHE_DIR") or None,
+        mask_workers=int(os.environ.get("GREATGRAMMA_MASK_WORKERS", "0")),
     )
     return _with_reasoner(backend, tokenizer, serving)
 

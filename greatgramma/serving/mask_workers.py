@@ -38,7 +38,7 @@ __all__ = ["MaskWorkers"]
 
 MIN_BATCH = 4  # smaller batches are filled in the caller alone
 MIN_SECONDS = 0.5e-3  # so are batches whose masks are expected to take less (a round trip costs ~0.05-0.1 ms)
-FRAMES_KEPT = 1 << 18  # parser stack frames a worker keeps to share between steps
+FRAMES_KEPT = 1 << 16  # parser stack frames a worker keeps to share between steps (about 16 MB)
 
 
 class MaskWorkers:
