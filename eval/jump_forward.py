@@ -178,13 +178,16 @@ def run_schemas(folder: Path, tokenizer: str, per_split: int, seed: int) -> list
 
 
 def markdown(cells: list[dict]) -> str:
-    columns = ["grammar", "mode", "tokenizer", "texts", "forced tokens", "sampled tokens", "forced share", "forced bytes withheld"]
+    schemas = any("schemas" in c for c in cells)  # MaskBench cells: per mode, with the schemas walked and refused
+    extra = ["mode", "tokenizer", "schemas", "refused schemas"] if schemas else ["tokenizer"]
+    columns = ["grammar", *extra, "texts", "forced tokens", "sampled tokens", "forced share", "forced bytes withheld"]
     rows = [
-        [c["grammar"], c.get("mode", ""), c["tokenizer"], c.get("texts", ""), c["forced_tokens"], c["sampled_tokens"],
-         f"{100 * c['forced_share']:.1f}%", c.get("withheld_forced_bytes", "")]
+        [c["grammar"]] + ([c["mode"], c["tokenizer"], c["schemas"], c["refused_schemas"]] if schemas else [c["tokenizer"]])
+        + [c.get("texts", ""), c["forced_tokens"], c["sampled_tokens"], f"{100 * c['forced_share']:.1f}%",
+           c.get("withheld_forced_bytes", "")]
         for c in cells
-    ]
-    return markdown_table(columns, rows, "lllrrrrr")
+    ]  # fmt: skip
+    return markdown_table(columns, rows, "l" * (1 + len(extra) - 2 * schemas) + "r" * (5 + 2 * schemas))
 
 
 def main() -> None:
