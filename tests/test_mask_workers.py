@@ -4,7 +4,7 @@ Every fill through the workers is compared row by row with each matcher's own ``
 (the caller's Masker: another process, other caches): seeded random walks of a batch under the
 calc grammar and under the Python benchmark grammar with its indenter (whose stacks carry bracket
 depth and indentation levels), two grammars of different vocabulary sizes in one batch, finished
-rows and None rows, a torch bitmask. Also: a worker killed between fills (its rows are filled in
+rows and None rows, rows taken from both ends of a worker's list, a torch bitmask. Also: a worker killed between fills (its rows are filled in
 the caller, with a warning, and a new worker takes over), grammars forgotten past
 ``max_grammars``, the cost-based choice to stay in the caller, the worker's hash-consed stacks.
 """
@@ -105,6 +105,20 @@ def test_mixed_grammars_finished_and_empty_rows(pool: MaskWorkers, calc_compiled
     assert rows[5].accept_token(CALC_TOKENS.index(b"1"))
     bitmask = check_fill(pool, rows, width=8)
     assert np.nonzero(gg.bitmask_to_bool(bitmask[3], calc_compiled.vocab.vocab_size))[0].tolist() == [EOS]
+
+
+def test_rows_taken_from_both_ends(pool: MaskWorkers, calc_compiled) -> None:
+    """Rows only the worker was given (the caller's share is empty): the caller takes jobs from the
+    end of the worker's list while the worker takes them from the front; every row filled once."""
+    rng = random.Random(3)
+    masker = gg.Masker(calc_compiled)
+    for _ in range(10):
+        matchers: list[gg.Matcher | None] = []
+        for i in range(24):
+            m = gg.Matcher(masker)
+            m.accept_tokens([rng.randrange(2, len(CALC_TOKENS)) for _ in range(rng.randrange(4))])
+            matchers.append(m if i % 3 == 1 else None)  # rows 1, 4, 7, ...: the first worker's share of 3
+        check_fill(pool, matchers)
 
 
 def test_torch_bitmask(pool: MaskWorkers, calc_compiled) -> None:

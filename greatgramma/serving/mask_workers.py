@@ -38,6 +38,7 @@ __all__ = ["MaskWorkers"]
 
 MIN_BATCH = 4  # smaller batches are filled in the caller alone
 MIN_SECONDS = 0.5e-3  # so are batches whose masks are expected to take less (a round trip costs ~0.05-0.1 ms)
+STEAL_WAIT = 1.0  # seconds the caller waits for the jobs' lock (held only for a few instructions)
 FRAMES_KEPT = 1 << 16  # parser stack frames a worker keeps to share between steps (about 16 MB)
 
 
@@ -103,18 +104,21 @@ class MaskWorkers:
                     else:
                         own += jobs  # the worker could not be reached: the caller fills its rows
                 self._fill_here(matchers, own, bitmask)
+                for worker, jobs in asked:  # then the rows a worker has not begun, from the end of its list
+                    while (j := worker.steal()) is not None:
+                        self._fill_here(matchers, [jobs[j]], bitmask)
                 failure = None
                 while asked:
                     worker, jobs = asked.pop(0)
                     try:
-                        words = worker.answer()
+                        done, words = worker.answer()
                     except Exception as exc:  # noqa: BLE001 - raised once every worker has answered
                         failure = failure or exc
                         continue
-                    if words is None:  # the worker died: its rows are filled here
-                        self._fill_here(matchers, jobs, bitmask)
+                    if words is None:  # the worker died: the rows it may not have filled are filled here
+                        self._fill_here(matchers, jobs[:done], bitmask)
                     else:
-                        write_rows(bitmask, jobs, [w[: _words(matchers[i])] for w, i in zip(words, jobs)])
+                        write_rows(bitmask, jobs[:done], [w[: _words(matchers[i])] for w, i in zip(words, jobs)])
             except BaseException:
                 for worker, _ in asked:  # interrupted before they answered: out of step with the pipe
                     worker.stop()
@@ -191,8 +195,11 @@ class _Worker:
         self._conn: Any = None
         self._grammars: set[int] = set()
         self._vocabs: set[str] = set()
-        self._rows: np.ndarray | None = None  # (rows, width) int32 words, shared with the worker
+        # (1 + rows, width) int32 words shared with the worker: row 0 holds how many jobs it has
+        # begun and where its jobs end (the caller takes jobs from the end), then a row per job
+        self._rows: np.ndarray | None = None
         self._rows_path: str | None = None
+        self._turn: Any = None
         self._generation = 0
         self._warned = False
 
@@ -214,24 +221,40 @@ class _Worker:
                     self._grammars.add(key)
                 state = m.state
                 jobs.append((key, state.lexer, state.stack))
-            width = max(_words(m) for m in matchers)
-            self._ensure_rows(len(jobs), width)
+            self._ensure_rows(len(jobs), max(2, *(_words(m) for m in matchers)))
+            self._rows[0, :2] = (0, len(jobs))  # type: ignore[index]  # jobs begun by the worker, jobs left to it
             self._conn.send(("masks", jobs))
             return True
         except (OSError, EOFError):
             self._lost()
             return False
 
-    def answer(self) -> list[np.ndarray] | None:
-        """The masks asked for (views of the rows file), or None if the worker died meanwhile."""
+    def steal(self) -> int | None:
+        """Take the last job the worker has not begun (the caller fills it); None when there is none."""
+        if not self._turn.acquire(timeout=STEAL_WAIT):  # a worker that died holding the lock
+            return None
+        try:
+            begun, end = self._rows[0, :2]  # type: ignore[index]
+            if begun >= end:
+                return None
+            self._rows[0, 1] = end - 1  # type: ignore[index]
+            return int(end) - 1
+        finally:
+            self._turn.release()
+
+    def answer(self) -> tuple[int, list[np.ndarray] | None]:
+        """``(n, masks)``: the worker filled the first ``n`` jobs (``masks``, views of the rows file);
+        ``masks`` is None if it died meanwhile, and ``n`` then counts the jobs it may not have filled."""
         try:
             status, value = self._conn.recv()
         except (OSError, EOFError):
+            end = int(self._rows[0, 1]) if self._rows is not None else 0
             self._lost()
-            return None
+            return end, None
         if status == "error":
             raise value
-        return list(self._rows[:value])  # type: ignore[index]
+        done = int(self._rows[0, 0])  # type: ignore[index]
+        return done, list(self._rows[1 : 1 + done])  # type: ignore[index]
 
     def forget(self, key: int) -> None:
         if key in self._grammars:
@@ -257,22 +280,26 @@ class _Worker:
             self._lost()
         ctx = multiprocessing.get_context("spawn")  # fork would copy the parent's threads and locks
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_worker_main, args=(child,), daemon=True, name=f"gg-masks-{self.index}")
+        self._turn = ctx.Lock()  # guards the rows file's first row: which jobs are taken
+        self._rows = None  # a new process maps a new file
+        self._proc = ctx.Process(
+            target=_worker_main, args=(child, self._turn), daemon=True, name=f"gg-masks-{self.index}"
+        )
         self._proc.start()
         child.close()
 
     def _ensure_rows(self, rows: int, width: int) -> None:
         """A rows file with room for ``rows`` x ``width`` words, shared with the worker."""
         have = self._rows
-        if have is not None and have.shape[0] >= rows and have.shape[1] >= width:
+        if have is not None and have.shape[0] > rows and have.shape[1] >= width:
             return
         if have is not None:
-            rows, width = max(rows, have.shape[0]), max(width, have.shape[1])
+            rows, width = max(rows, have.shape[0] - 1), max(width, have.shape[1])
         rows = max(rows, 8)
         self._generation += 1
         path = os.path.join(self._shared_dir, f"{self.index}-{self._generation}.rows")
-        self._rows = shared_rows(path, rows, width, create=True)
-        self._conn.send(("rows", path, rows, width))
+        self._rows = shared_rows(path, 1 + rows, width, create=True)
+        self._conn.send(("rows", path, 1 + rows, width))
         self._remove_rows()
         self._rows_path = path
 
@@ -361,8 +388,10 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def _worker_main(conn: Any) -> None:
-    """A worker's loop: messages in order; ("ok", n) or ("error", exception) after each "masks"."""
+def _worker_main(conn: Any, turn: Any) -> None:
+    """A worker's loop: messages in order; ("ok", None) or ("error", exception) after each "masks",
+    whose jobs it takes one by one from the front (``turn`` guards the count) while the caller may
+    take them from the end."""
     from ..compiled import load
     from ..masker import Masker, State
 
@@ -391,14 +420,21 @@ def _worker_main(conn: Any) -> None:
         elif kind == "rows":
             rows = shared_rows(*message[1:])
         elif kind == "masks":
+            jobs, control = message[1], rows[0]  # type: ignore[index]
             try:
-                for slot, (key, lexer, stack) in enumerate(message[1]):
+                while True:
+                    with turn:
+                        slot = int(control[0])
+                        if slot >= control[1]:
+                            break
+                        control[0] = slot + 1
+                    key, lexer, stack = jobs[slot]
                     masker = maskers[key]
                     if isinstance(masker, Exception):
                         raise masker
                     words = masker.mask(State(lexer, stack, False, masker.compiled.identity))
-                    rows[slot, : len(words)] = words  # type: ignore[index]
-                conn.send(("ok", len(message[1])))
+                    rows[1 + slot, : len(words)] = words  # type: ignore[index]
+                conn.send(("ok", None))
             except Exception as exc:  # noqa: BLE001 - every failure goes back to the caller
                 try:
                     conn.send(("error", exc))
