@@ -8,7 +8,10 @@ Go files of the Go sources for ``go``, seeded random JSON documents for ``json``
 without asking for masks, and walk ``--steps`` tokens in lockstep: a step fills the B masks
 (timed), then every matcher takes its text's next token (not timed). Every step is a new token
 for every sequence, at points of the texts no earlier run walked from, so the caches hold what
-decoding had cached by then, never one state asked for again and again.
+decoding had cached by then, never one state asked for again and again. With ``--caches cold``
+every run starts with empty mask caches in every process (a new ``Masker``;
+``MaskWorkers.clear_caches()``), the grammar's filled tables kept: most masks are then computed,
+not looked up.
 
 Modes: ``serial`` (``gg.fill_next_token_bitmasks``), ``workers`` (the same with
 ``workers=MaskWorkers(processes)``: the caller computes a share of the rows, the workers the
@@ -129,7 +132,7 @@ def walk(masker, texts: list[list[int]], steps: int, fill) -> list[float]:
     return times
 
 
-def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: int, warmup: int, processes: int, modes) -> dict:
+def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: int, warmup: int, processes: int, modes, cold: bool) -> dict:
     import greatgramma as gg
     from greatgramma.serving import MaskWorkers
 
@@ -154,6 +157,9 @@ def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: 
             cell: dict = {"batch": b}
             for _ in range(runs):
                 for mode in modes:  # interleaved, so that a load change hits every mode alike
+                    if cold:  # every process starts the run with empty mask caches (the grammar's tables stay)
+                        masker = gg.Masker(compiled)
+                        pool.clear_caches()
                     times = walk(masker, windows(walks, b, steps, rng), steps, fills[mode])
                     cell.setdefault(mode, []).append(statistics.mean(times) * 1e3)
             for mode in modes:
@@ -162,7 +168,7 @@ def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: 
                 cell[f"{mode}_ratio"] = round(cell[f"{mode}_ms"] / cell["serial_ms"], 3)
             print(json.dumps({"grammar": grammar, **cell}), flush=True)
             cells.append(cell)
-    return {"grammar": grammar, "tokenizer": tokenizer, "compile_s": round(compile_s, 3), "cells": cells}
+    return {"grammar": grammar, "tokenizer": tokenizer, "caches": "cold" if cold else "warm", "compile_s": round(compile_s, 3), "cells": cells}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -175,6 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=3, help="runs per cell; the median of their mean step times")
     ap.add_argument("--processes", type=int, default=max(1, (os.cpu_count() or 2) - 1), help="MaskWorkers processes")
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--caches", default="warm,cold", help="warm (steady state), cold (empty mask caches at each run's start), or both")
     ap.add_argument("--update-results", action="store_true")
     args = ap.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
@@ -183,7 +190,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("--modes must include serial (the ratios are against it)")
     load = os.getloadavg()[0]
     results = [
-        measure(g, args.tokenizer, batches, args.steps, args.runs, args.warmup, args.processes, modes) for g in args.grammars.split(",")
+        measure(g, args.tokenizer, batches, args.steps, args.runs, args.warmup, args.processes, modes, caches == "cold")
+        for g in args.grammars.split(",")
+        for caches in args.caches.split(",")
     ]
     data = {
         "date": dt.date.today().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
@@ -205,7 +214,7 @@ def table(data: dict) -> str:
         modes = [m for m in MODES if f"{m}_ms" in r["cells"][0]]
         cols = ["B"] + [f"{m} ms" for m in modes] + [f"{m} ratio" for m in modes[1:]]
         rows = [[c["batch"]] + [c[f"{m}_ms"] for m in modes] + [c[f"{m}_ratio"] for m in modes[1:]] for c in r["cells"]]
-        lines.append(f"\n## {r['grammar']} x {r['tokenizer']} (compile {r['compile_s']} s)\n\n")
+        lines.append(f"\n## {r['grammar']} x {r['tokenizer']}, {r['caches']} mask caches (compile {r['compile_s']} s)\n\n")
         lines.append(markdown_table(cols, rows, "r" * len(cols)))
     return "".join(lines)
 

@@ -74,6 +74,8 @@ def random_walks(pool: MaskWorkers, compiled: gg.CompiledGrammar, batch: int, st
 
 def test_calc_walks(pool: MaskWorkers, calc_compiled) -> None:
     assert random_walks(pool, calc_compiled, batch=7, steps=25, seed=1) == 25
+    pool.clear_caches()  # fresh maskers in the workers: the same masks
+    assert random_walks(pool, calc_compiled, batch=7, steps=10, seed=1) == 10
 
 
 def test_indented_stacks(pool: MaskWorkers) -> None:

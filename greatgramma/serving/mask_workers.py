@@ -126,6 +126,12 @@ class MaskWorkers:
             if failure is not None:
                 raise failure
 
+    def clear_caches(self) -> None:
+        """Drop the workers' mask caches (each grammar gets a fresh Masker; its filled tables stay)."""
+        with self._lock:
+            for worker in self._workers:
+                worker.send(("clear",))
+
     def close(self) -> None:
         """Stop the workers and remove the pool's files."""
         with self._lock:
@@ -259,8 +265,13 @@ class _Worker:
     def forget(self, key: int) -> None:
         if key in self._grammars:
             self._grammars.discard(key)
+            self.send(("forget", key))
+
+    def send(self, message: tuple) -> None:
+        """A message that needs no answer, if the worker is running."""
+        if self._proc is not None:
             try:
-                self._conn.send(("forget", key))
+                self._conn.send(message)
             except (OSError, EOFError):
                 self._lost()
 
@@ -417,6 +428,8 @@ def _worker_main(conn: Any, turn: Any) -> None:
                 maskers[key] = exc
         elif kind == "forget":
             maskers.pop(message[1], None)
+        elif kind == "clear":
+            maskers = {k: m if isinstance(m, Exception) else Masker(m.compiled) for k, m in maskers.items()}
         elif kind == "rows":
             rows = shared_rows(*message[1:])
         elif kind == "masks":
