@@ -12,6 +12,7 @@ always goes to the same process, so the caches a worker warms are the ones its r
 
 from __future__ import annotations
 
+import gc
 import io
 import mmap
 import multiprocessing
@@ -426,8 +427,10 @@ def _worker_main(conn: Any, turn: Any) -> None:
                 maskers[key] = Masker(load(path, vocab=vocabs[fingerprint]))
             except Exception as exc:  # noqa: BLE001 - reported when its masks are asked for
                 maskers[key] = exc
+            gc.freeze()  # the grammars' objects live on: full collections need not walk them
         elif kind == "forget":
             maskers.pop(message[1], None)
+            gc.unfreeze()  # the forgotten grammar's cycles can be collected again
         elif kind == "clear":
             maskers = {k: m if isinstance(m, Exception) else Masker(m.compiled) for k, m in maskers.items()}
         elif kind == "rows":
