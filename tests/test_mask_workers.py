@@ -172,6 +172,19 @@ def test_cheap_batches_stay_in_the_caller(calc_compiled) -> None:
         assert workers._workers[0]._proc is None
 
 
+def test_bad_bitmask_leaves_the_workers_running(pool: MaskWorkers, calc_compiled) -> None:
+    matchers = [gg.Matcher(calc_compiled) for _ in range(6)]
+    procs = [w._proc for w in pool._workers]
+    with pytest.raises(ValueError, match="needs 1"):
+        gg.fill_next_token_bitmasks(matchers, np.zeros((6, 0), dtype=np.int32), workers=pool)
+    with pytest.raises(IndexError, match="out of range"):
+        gg.fill_next_token_bitmasks(matchers, np.zeros((3, 1), dtype=np.int32), workers=pool)
+    with pytest.raises(TypeError, match="int32"):
+        gg.fill_next_token_bitmasks(matchers, np.zeros((6, 1), dtype=np.int64), workers=pool)
+    assert [w._proc for w in pool._workers] == procs and all(p is None or p.is_alive() for p in procs)
+    check_fill(pool, matchers)
+
+
 def test_bad_options() -> None:
     with pytest.raises(ValueError, match="processes"):
         MaskWorkers(0)

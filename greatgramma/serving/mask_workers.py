@@ -92,7 +92,7 @@ class MaskWorkers:
             if self._closed:
                 raise GreatGrammaError("this MaskWorkers was closed")
             if len(rows) < max(self.min_batch, 2) or self._row_seconds * len(rows) < self.min_seconds:
-                self._fill_here(matchers, rows, bitmask)  # too little work to pay for a round trip
+                write_rows(bitmask, rows, self._masks_here(matchers, rows))  # too little work to pay for a round trip
                 return
             share = 1 + len(self._workers)
             own = [i for i in rows if i % share == 0 or matchers[i].state.finished]  # type: ignore[union-attr]
@@ -104,28 +104,30 @@ class MaskWorkers:
                         asked.append((worker, jobs))
                     else:
                         own += jobs  # the worker could not be reached: the caller fills its rows
-                self._fill_here(matchers, own, bitmask)
+                done, masks = own, self._masks_here(matchers, own)
                 for worker, jobs in asked:  # then the rows a worker has not begun, from the end of its list
                     while (j := worker.steal()) is not None:
-                        self._fill_here(matchers, [jobs[j]], bitmask)
+                        done.append(jobs[j])
+                        masks += self._masks_here(matchers, [jobs[j]])
                 failure = None
-                while asked:
-                    worker, jobs = asked.pop(0)
+                for worker, jobs in asked:
                     try:
-                        done, words = worker.answer()
+                        n, words = worker.answer()
                     except Exception as exc:  # noqa: BLE001 - raised once every worker has answered
                         failure = failure or exc
                         continue
+                    done += jobs[:n]
                     if words is None:  # the worker died: the rows it may not have filled are filled here
-                        self._fill_here(matchers, jobs[:done], bitmask)
-                    else:
-                        write_rows(bitmask, jobs[:done], [w[: _words(matchers[i])] for w, i in zip(words, jobs)])
+                        masks += self._masks_here(matchers, jobs[:n])
+                    else:  # views of the worker's file, written again only at the next fill
+                        masks += [w[: _words(matchers[i])] for w, i in zip(words, jobs)]
             except BaseException:
-                for worker, _ in asked:  # interrupted before they answered: out of step with the pipe
+                for worker, _ in asked:  # interrupted before they all answered: out of step with the pipe
                     worker.stop()
                 raise
             if failure is not None:
                 raise failure
+            write_rows(bitmask, done, masks)  # one write (one host-to-device copy for an accelerator's tensor)
 
     def clear_caches(self) -> None:
         """Drop the workers' mask caches (each grammar gets a fresh Masker; its filled tables stay)."""
@@ -161,14 +163,15 @@ class MaskWorkers:
 
     # ------------------------------------------------------------ internals
 
-    def _fill_here(self, matchers: Sequence[Any], rows: list[int], bitmask: Any) -> None:
-        """Fill ``rows`` in the calling process, and learn what a row costs (a moving average)."""
+    def _masks_here(self, matchers: Sequence[Any], rows: list[int]) -> list[np.ndarray]:
+        """The masks of ``rows``, computed in the calling process; learns what a row costs (a moving average)."""
         if not rows:
-            return
+            return []
         start = time.perf_counter()
-        write_rows(bitmask, rows, [matchers[i].next_token_mask() for i in rows])
+        masks = [matchers[i].next_token_mask() for i in rows]
         seconds = (time.perf_counter() - start) / len(rows)
         self._row_seconds += (seconds - self._row_seconds) / 8
+        return masks
 
     def artifact(self, compiled: Any) -> str:
         """The artifact of ``compiled`` for the workers (saved at its first use); may forget the oldest grammar."""
