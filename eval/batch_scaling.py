@@ -151,6 +151,7 @@ def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: 
             "workers": lambda matchers, bitmask: gg.fill_next_token_bitmasks(matchers, bitmask, workers=pool),
             "threads": fill_threads,
         }
+        pool.wait()
         for mode in ("serial", "workers"):  # warm every process's tables and caches (untimed)
             walk(masker, windows(walks, warmup, 2 * steps, rng), 2 * steps, fills[mode])
         for b in batches:

@@ -30,6 +30,7 @@ EOS = 0
 @pytest.fixture(scope="module")
 def pool():
     with MaskWorkers(2, min_batch=1, min_seconds=0.0) as workers:  # always through the workers
+        assert workers.wait(timeout=60)
         yield workers
 
 
@@ -137,14 +138,16 @@ def test_torch_bitmask(pool: MaskWorkers, calc_compiled) -> None:
 def test_killed_worker_is_replaced(calc_compiled) -> None:
     with MaskWorkers(1, min_batch=1, min_seconds=0.0) as workers:
         matchers = [gg.Matcher(calc_compiled) for _ in range(4)]
+        assert workers.wait(timeout=60)
         check_fill(workers, matchers)
         worker = workers._workers[0]
         worker._proc.kill()
         worker._proc.join()
         with pytest.warns(RuntimeWarning, match="mask worker 0 stopped"):
             check_fill(workers, matchers)  # filled in the caller
+        assert workers.wait(timeout=60)
         check_fill(workers, matchers)  # a fresh worker
-        assert worker._proc is not None and worker._proc.is_alive()
+        assert worker._proc is not None and worker._proc.is_alive() and worker._grammars
     with pytest.raises(gg.GreatGrammaError, match="closed"):
         workers.fill(matchers, np.zeros((4, words_of(matchers[0])), dtype=np.int32))
 
@@ -153,6 +156,7 @@ def test_grammars_forgotten_past_max_grammars(calc_vocab) -> None:
     texts = ['start: "1"+\n', 'start: "x" "y"*\n', 'start: ("1" | "2") "+"?\n']
     compiled = [gg.compile(gg.Grammar(t), calc_vocab) for t in texts]
     with MaskWorkers(1, min_batch=1, min_seconds=0.0, max_grammars=2) as workers:
+        assert workers.wait(timeout=60)
         for round_ in range(2):
             for c in compiled:
                 check_fill(workers, [gg.Matcher(c) for _ in range(3)])
@@ -163,13 +167,21 @@ def test_grammars_forgotten_past_max_grammars(calc_vocab) -> None:
 
 def test_cheap_batches_stay_in_the_caller(calc_compiled) -> None:
     with MaskWorkers(1, min_batch=2, min_seconds=10.0) as workers:
+        assert workers.wait(timeout=60)
         matchers = [gg.Matcher(calc_compiled) for _ in range(6)]
         check_fill(workers, matchers)  # learns that a row costs far less than 10 s / 6
         check_fill(workers, matchers)
-        assert workers._workers[0]._proc is None  # never started
+        assert not workers._workers[0]._grammars  # never asked
     with MaskWorkers(1, min_batch=8, min_seconds=0.0) as workers:
+        assert workers.wait(timeout=60)
         check_fill(workers, [gg.Matcher(calc_compiled) for _ in range(7)])
-        assert workers._workers[0]._proc is None
+        assert not workers._workers[0]._grammars
+
+
+def test_a_starting_worker_is_not_waited_for(calc_compiled) -> None:
+    with MaskWorkers(1, min_batch=1, min_seconds=0.0) as workers:
+        check_fill(workers, [gg.Matcher(calc_compiled) for _ in range(6)])  # at once, in the caller
+        assert not workers._workers[0]._grammars
 
 
 def test_bad_bitmask_leaves_the_workers_running(pool: MaskWorkers, calc_compiled) -> None:

@@ -262,6 +262,7 @@ def test_batched_fill_through_mask_workers(tmp_path, monkeypatch) -> None:
         workers = s.backend.mask_workers
         assert workers is not None and workers.processes == 1
         workers.min_batch, workers.min_seconds = 1, 0.0  # through the worker however cheap the batch
+        assert workers.wait(timeout=60)
         grammars = [s.request(("regex", r"\d{3}-[a-z]+")), s.request(("ebnf", LARK)), s.request(("json", json.dumps(SCHEMA)))]
         assert all(g.workers is workers for g in grammars)
         for g, text in zip(grammars, ["12", "", '{"name": "A'], strict=True):

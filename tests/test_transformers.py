@@ -283,6 +283,7 @@ def test_mask_workers_give_the_same_generation(llama3: gg.Vocabulary, model) -> 
     eos = list(llama3.eos_token_ids)
     outs = []
     with MaskWorkers(1, min_batch=1, min_seconds=0.0) as workers:
+        assert workers.wait(timeout=60)
         for pool in (None, workers):
             torch.manual_seed(5)
             proc = GrammarLogitsProcessor(compiled, workers=pool)

@@ -48,17 +48,18 @@ class MaskWorkers:
     batch's masks together with the calling thread: ``gg.fill_next_token_bitmasks(matchers,
     bitmask, workers=pool)``.
 
-    The workers start on first use (spawn: a script must create the pool under ``if __name__ ==
-    "__main__":``). Each grammar is saved once, at its first fill, to a temporary artifact that
+    The workers start when the pool is made (spawn: a script must create the pool under ``if
+    __name__ == "__main__":``); until a worker has started (about a second: Python and
+    greatgramma are imported), the caller fills its rows, and ``wait()`` waits for them. Each grammar is saved once, at its first fill, to a temporary artifact that
     the workers load (the tables filled so far travel with it; each worker fills the rest
     itself). At most ``max_grammars`` grammars are kept in the workers, the least recently used
     forgotten first. Batches of fewer than ``min_batch`` rows, and batches whose masks are expected
     to take less than ``min_seconds`` (mostly cached masks: the cost of a row is learned as the
     caller fills its share), are filled in the caller alone. The workers' maskers have the default
     cache sizes. A worker that dies is replaced (a warning says so), and rows it had been given
-    are filled in the caller. The first fill waits for the workers to start (about a second:
-    Python and greatgramma are imported, the vocabulary's token trie built). ``close()`` (or a
-    ``with`` block) stops the workers and removes the files.
+    are filled in the caller. While a worker loads a grammar it has not had, the caller takes its
+    jobs (the worker takes each job when it begins it, the caller from the end of its list).
+    ``close()`` (or a ``with`` block) stops the workers and removes the files.
     """
 
     def __init__(
@@ -82,6 +83,8 @@ class MaskWorkers:
         self._closed = False
         self.min_seconds = min_seconds
         self._row_seconds = 1.0  # what filling one row in this process costs, learned as it goes
+        for worker in self._workers:
+            worker.ready()  # start them now: they are ready in about a second
 
     # ------------------------------------------------------------ public API
 
@@ -100,10 +103,10 @@ class MaskWorkers:
             try:
                 for k, worker in enumerate(self._workers, start=1):
                     jobs = [i for i in rows if i % share == k and not matchers[i].state.finished]  # type: ignore[union-attr]
-                    if jobs and worker.ask(self, [matchers[i] for i in jobs]):  # type: ignore[misc]
+                    if jobs and worker.ready() and worker.ask(self, [matchers[i] for i in jobs]):  # type: ignore[misc]
                         asked.append((worker, jobs))
                     else:
-                        own += jobs  # the worker could not be reached: the caller fills its rows
+                        own += jobs  # the worker is starting or could not be reached: the caller fills its rows
                 done, masks = own, self._masks_here(matchers, own)
                 for worker, jobs in asked:  # then the rows a worker has not begun, from the end of its list
                     while (j := worker.steal()) is not None:
@@ -128,6 +131,17 @@ class MaskWorkers:
             if failure is not None:
                 raise failure
             write_rows(bitmask, done, masks)  # one write (one host-to-device copy for an accelerator's tensor)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every worker has started (at most ``timeout`` seconds); whether they all have."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            for worker in self._workers:
+                while not worker.ready():
+                    if deadline is not None and time.monotonic() > deadline:
+                        return False
+                    time.sleep(0.01)
+        return True
 
     def clear_caches(self) -> None:
         """Drop the workers' mask caches (each grammar gets a fresh Masker; its filled tables stay)."""
@@ -210,13 +224,25 @@ class _Worker:
         self._rows: np.ndarray | None = None
         self._rows_path: str | None = None
         self._turn: Any = None
+        self._ready = False
         self._generation = 0
         self._warned = False
 
-    def ask(self, pool: MaskWorkers, matchers: list[Matcher]) -> bool:
-        """Send the rows' states; False if the worker cannot be started or reached."""
+    def ready(self) -> bool:
+        """Whether the worker can take jobs: started now if it was not (or had died), and done starting."""
         try:
             self._start()
+            if not self._ready and self._conn.poll():
+                self._conn.recv()  # its first message: started
+                self._ready = True
+        except (OSError, EOFError):
+            self._lost()
+            return False
+        return self._ready
+
+    def ask(self, pool: MaskWorkers, matchers: list[Matcher]) -> bool:
+        """Send the rows' states; False if the worker cannot be reached."""
+        try:
             jobs = []
             for m in matchers:
                 compiled = m.compiled
@@ -297,6 +323,7 @@ class _Worker:
         self._conn, child = ctx.Pipe()
         self._turn = ctx.Lock()  # guards the rows file's first row: which jobs are taken
         self._rows = None  # a new process maps a new file
+        self._ready = False
         self._proc = ctx.Process(
             target=_worker_main, args=(child, self._turn), daemon=True, name=f"gg-masks-{self.index}"
         )
@@ -410,6 +437,7 @@ def _worker_main(conn: Any, turn: Any) -> None:
     from ..compiled import load
     from ..masker import Masker, State
 
+    conn.send(("ready", None))
     vocabs: dict[str, Any] = {}
     maskers: dict[int, Any] = {}  # grammar identity in the caller -> Masker, or the exception loading it
     rows: np.ndarray | None = None
