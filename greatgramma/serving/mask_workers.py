@@ -50,10 +50,10 @@ class MaskWorkers:
 
     The workers start when the pool is made (spawn: a script must create the pool under ``if
     __name__ == "__main__":``); until a worker has started (about a second: Python and
-    greatgramma are imported), the caller fills its rows, and ``wait()`` waits for them. Each grammar is saved once, at its first fill, to a temporary artifact that
-    the workers load (the tables filled so far travel with it; each worker fills the rest
-    itself). At most ``max_grammars`` grammars are kept in the workers, the least recently used
-    forgotten first. Batches of fewer than ``min_batch`` rows, and batches whose masks are expected
+    greatgramma are imported), the caller fills its rows, and ``wait()`` waits for them. Each
+    grammar is saved once, at its first fill, to a temporary artifact that the workers load (the
+    tables filled so far travel with it; each worker fills the rest itself). At most
+    ``max_grammars`` grammars are kept in the workers, the least recently used forgotten first. Batches of fewer than ``min_batch`` rows, and batches whose masks are expected
     to take less than ``min_seconds`` (mostly cached masks: the cost of a row is learned as the
     caller fills its share), are filled in the caller alone. The workers' maskers have the default
     cache sizes. A worker that dies is replaced (a warning says so), and rows it had been given
