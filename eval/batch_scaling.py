@@ -14,10 +14,11 @@ every run starts with empty mask caches in every process (a new ``Masker``;
 not looked up.
 
 Modes: ``serial`` (``gg.fill_next_token_bitmasks``), ``workers`` (the same with
-``workers=MaskWorkers(processes)``: the caller computes a share of the rows, the workers the
-rest), ``threads`` (a thread pool of ``processes + 1`` threads, to show what the GIL does).
-The pool fills every batch through its workers here (``min_batch=1, min_seconds=0``), so the
-ratio shows what the processes cost and give; by default small or cheap batches stay serial.
+``workers=MaskWorkers(processes)`` filling every batch through its workers, ``min_batch=1,
+min_seconds=0``: the caller computes a share of the rows, the workers the rest, so the ratio
+shows what the processes cost and give), ``default`` (the same pool with its default settings,
+which keep small or cheap batches in the caller: what a user gets), ``threads`` (a thread pool of
+``processes + 1`` threads, to show what the GIL does).
 
     python -m eval.batch_scaling                           # go and json at llama3, B = 1..128
     python -m eval.batch_scaling --grammars go --batches 8,32 --runs 1
@@ -41,7 +42,7 @@ from eval.paths import ROOT, markdown_table, tokenizer_file, write_results
 
 RESULTS = ROOT / "eval" / "batch_scaling.json"
 GO_SOURCES = Path("/usr/lib/go-1.19/src")  # Debian's golang-1.19-src
-MODES = ("serial", "workers", "threads")
+MODES = ("serial", "workers", "default", "threads")
 WORDS = ["id", "name", "value", "items", "price", "tags", "count", "user", "active", "data", "meta", "score"]
 
 
@@ -135,9 +136,10 @@ def walk(masker, texts: list[list[int]], steps: int, fill) -> list[float]:
 def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: int, warmup: int, processes: int, modes, cold: bool) -> dict:
     import greatgramma as gg
     from greatgramma.serving import MaskWorkers
+    from greatgramma.serving.mask_workers import MIN_BATCH, MIN_SECONDS
 
     compiled, walks, compile_s = setup(grammar, tokenizer, max(max(batches), warmup), steps)
-    masker = gg.Masker(compiled)
+    maskers = {mode: gg.Masker(compiled) for mode in MODES}  # each mode's caller caches only what it met
     rng = random.Random(7)
     cells = []
     with MaskWorkers(processes, min_batch=1, min_seconds=0.0) as pool, ThreadPoolExecutor(processes + 1) as threads:
@@ -146,22 +148,31 @@ def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: 
             for i, words in enumerate(threads.map(lambda m: m.next_token_mask(), matchers)):
                 bitmask[i] = words
 
+        def fill_default(matchers, bitmask):
+            pool.min_batch, pool.min_seconds = MIN_BATCH, MIN_SECONDS
+            try:
+                gg.fill_next_token_bitmasks(matchers, bitmask, workers=pool)
+            finally:
+                pool.min_batch, pool.min_seconds = 1, 0.0
+
         fills = {
             "serial": gg.fill_next_token_bitmasks,
             "workers": lambda matchers, bitmask: gg.fill_next_token_bitmasks(matchers, bitmask, workers=pool),
+            "default": fill_default,
             "threads": fill_threads,
         }
         pool.wait()
-        for mode in ("serial", "workers"):  # warm every process's tables and caches (untimed)
-            walk(masker, windows(walks, warmup, 2 * steps, rng), 2 * steps, fills[mode])
+        for mode in modes:  # warm every process's tables and caches (untimed), each mode on the same texts
+            walk(maskers[mode], windows(walks, warmup, 2 * steps, random.Random(3)), 2 * steps, fills[mode])
         for b in batches:
             cell: dict = {"batch": b}
             for _ in range(runs):
+                texts = windows(walks, b, steps, rng)  # every mode walks the same texts
                 for mode in modes:  # interleaved, so that a load change hits every mode alike
                     if cold:  # every process starts the run with empty mask caches (the grammar's tables stay)
-                        masker = gg.Masker(compiled)
+                        maskers[mode] = gg.Masker(compiled)
                         pool.clear_caches()
-                    times = walk(masker, windows(walks, b, steps, rng), steps, fills[mode])
+                    times = walk(maskers[mode], texts, steps, fills[mode])
                     cell.setdefault(mode, []).append(statistics.mean(times) * 1e3)
             for mode in modes:
                 cell[f"{mode}_ms"] = round(statistics.median(cell.pop(mode)), 3)
@@ -178,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tokenizer", default="llama3")
     ap.add_argument("--batches", default="1,2,4,8,16,32,64,128")
     ap.add_argument("--steps", type=int, default=40, help="steps timed per run (tokens per sequence)")
-    ap.add_argument("--warmup", type=int, default=64, help="sequences of the untimed warm-up pass (2 x steps tokens each)")
+    ap.add_argument("--warmup", type=int, default=384, help="sequences of the untimed warm-up pass (2 x steps tokens each)")
     ap.add_argument("--runs", type=int, default=3, help="runs per cell; the median of their mean step times")
     ap.add_argument("--processes", type=int, default=max(1, (os.cpu_count() or 2) - 1), help="MaskWorkers processes")
     ap.add_argument("--modes", default=",".join(MODES))

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["MaskWorkers"]
 
 MIN_BATCH = 4  # smaller batches are filled in the caller alone
-MIN_SECONDS = 0.5e-3  # so are batches whose masks are expected to take less (a round trip costs ~0.05-0.1 ms)
+MIN_SECONDS = 1e-3  # so are batches whose masks are expected to take less (a round trip and the share a worker takes cost ~0.3-0.5 ms)
 STEAL_WAIT = 1.0  # seconds the caller waits for the jobs' lock (held only for a few instructions)
 FRAMES_KEPT = 1 << 16  # parser stack frames a worker keeps to share between steps (about 16 MB)
 
