@@ -15,6 +15,7 @@ https://github.com/guidance-ai/jsonschemabench and pass its folder.
 
     python -m eval.maskbench ../shared/bench/jsonschema/data --limit 300
     python -m eval.maskbench DATA --limit 300 --update-results   # writes eval/maskbench-<date>.json and .md
+    python -m eval.maskbench DATA --peers '' --only Github_easy---o28258.json,Github_easy---o6168   # these schemas only
     python -m eval.maskbench DATA --limit 20 --peers '' --venvs /other/checkout/eval/.venvs
     python -m eval.maskbench --report eval/maskbench-<date>.json --notes causes.md   # rewrite the .md, notes appended
 """
@@ -49,6 +50,17 @@ def sample(folder: Path, limit: int | None) -> list[Path]:
         return files
     step = len(files) / limit
     return [files[int(i * step)] for i in range(limit)]
+
+
+def only(folder: Path, names: str) -> list[Path]:
+    """The named files of ``folder`` (comma-separated names, ``.json`` optional), in the order given."""
+    files = []
+    for name in filter(None, (n.strip() for n in names.split(","))):
+        path = folder / (name if name.endswith(".json") else name + ".json")
+        if not path.is_file():
+            raise SystemExit(f"maskbench: --only: {path} is not a file")
+        files.append(path)
+    return files
 
 
 def round_float_to_int(v):
@@ -261,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", type=Path, nargs="?", help="MaskBench's data folder (one JSON file per schema)")
     ap.add_argument("--limit", type=int, default=None, help="this many schemas, spread over the sorted files")
+    ap.add_argument("--only", default=None, help="comma-separated file names (e.g. Github_easy---o28258.json): only these schemas")
     ap.add_argument("--tokenizer", default="llama3")
     ap.add_argument("--peers", default="llguidance,xgrammar", help="comma-separated; '' for none")
     ap.add_argument("--venvs", type=Path, default=ROOT / "eval" / ".venvs", help="the peers' venvs (<venvs>/<peer>/bin/python)")
@@ -289,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     gg.compile(gg.Grammar('start: "x"'), vocab)  # builds the vocabulary's shared token trie once
     engine = Greatgramma(vocab)
     files = sample(args.data, args.limit)
+    if args.only:
+        files = only(args.data, args.only)
     cases, texts = make_cases(files, tok, vocab)
     records = []
     for k, case in enumerate(cases):

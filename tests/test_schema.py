@@ -247,3 +247,88 @@ def test_string_languages_relate_as_their_values() -> None:
     for a in nodes:
         for b in nodes:
             assert relation(rx.raw_regex(a), rx.raw_regex(b)) == relation(rx.json_string_regex(a), rx.json_string_regex(b)), (a, b)
+
+
+# -------------------------------------------------------------- walked as text, with a real tokenizer too
+
+
+def check_texts(schema, texts, *, canonical=lambda text: True, real=None) -> None:
+    """Each JSON text walked through the masks (bytes, and ``real``'s tokens when given) against
+    ``jsonschema`` on the parsed value; a text outside the canonical form (``canonical`` False)
+    must be refused whatever the validator says."""
+    m = masker_for(json.dumps(schema))
+    walkers = [lambda text: accepts(m, text)]
+    if real is not None:
+        walkers.append(lambda text, w=real_walker(schema, *real): w(text))
+    for text in texts:
+        expected = oracle(schema, json.loads(text)) and canonical(text)
+        for walk in walkers:
+            assert walk(text) == expected, (schema, text, expected)
+
+
+def real_walker(schema, vocab, tok):
+    from greatgramma.tokenize import encode_exact
+
+    m = gg.Masker(gg.compile(gg.Grammar.from_json_schema(schema), vocab))
+    eos = vocab.eos_token_ids[0]
+
+    def walk(text: str) -> bool:
+        state = m.initial_state()
+        for t in encode_exact(tok, text, vocab.token_bytes):
+            if not bit(m.mask(state), t):
+                return False
+            state = m.advance(state, t)
+        return bit(m.mask(state), eos)
+
+    return walk
+
+
+@pytest.fixture(scope="module")
+def llama3(vocabularies, hf_tokenizers):
+    return vocabularies("llama3"), hf_tokenizers("llama3")
+
+
+NUMERALS = ["0", "-0", "1", "-1", "0.5", "-0.5", "0.0", "-0.0", "0e5", "1.0", "1.5", "2", "89.9", "90", "90.0", "90.000001",
+            "-90", "-90.5", "1e2", "1E+1", "1.5e1", "9e-1", "1e-1", "1e-01", "2.5e-1", "1.0e2", "-1e2", "-9.0e1", "1e0",
+            "0.1", "0.10", "0.09999", "0.100001", "128.0", "128", "127.999", "12.8e1", "1.28e+002", "3e3", "5e-324", "7.5"]
+
+
+def _normalized(text: str) -> bool:
+    """The canonical form of bounded non-integer numbers: an exponent's mantissa has one digit
+    before the point (or is zero) unless the interval holds every positive or negative number."""
+    import re
+
+    m = re.fullmatch(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?[eE][+-]?[0-9]+", text)
+    return m is None or len(m.group(1)) == 1 and (m.group(1) != "0" or set(m.group(2) or "0") <= {".", "0"})
+
+
+@pytest.mark.parametrize("bounds, wide", [
+    ({"minimum": 0}, True), ({"exclusiveMinimum": 0}, True), ({"maximum": 0}, True), ({"minimum": -90, "maximum": 90}, False),
+    ({"minimum": 0.1}, False), ({"exclusiveMinimum": 0.1, "exclusiveMaximum": 128}, False), ({"minimum": 0.0, "maximum": 1.0}, False),
+    ({"maximum": 90, "exclusiveMaximum": True, "minimum": -1, "$schema": "http://json-schema.org/draft-04/schema#"}, False),
+    ({"minimum": 1.5, "maximum": 1.5}, False), ({"exclusiveMinimum": -0.5, "maximum": 0.25}, False),
+])
+def test_number_bounds(bounds, wide) -> None:
+    """``wide``: the interval holds every positive or every negative number, so exponent forms
+    whose mantissa is not normalized (``10e1``) are decided by their sign and taken."""
+    schema = {"type": "number", **bounds}
+    check_texts(schema, NUMERALS + ["10e1", "0.5e1", "-10e1", "0.05e2"], canonical=lambda t: wide or _normalized(t))
+
+
+def test_number_bounds_beside_integers_and_literals() -> None:
+    """Pieces of numbers split at several bounds in one schema, integers and enum literals beside them."""
+    schema = {"type": "object", "properties": {
+        "lat": {"type": "number", "minimum": -90, "maximum": 90}, "p": {"type": "number", "exclusiveMinimum": 0},
+        "n": {"type": "integer", "minimum": 1, "maximum": 100}, "e": {"enum": [1.5, 100, 2.5e-07]}, "any": {"type": "number"}}}
+    texts = [json.dumps(d) for d in ({"lat": 45.5}, {"lat": 91.0}, {"lat": -90}, {"p": 0}, {"p": 1e-07}, {"p": 1.5},
+                                      {"n": 1}, {"n": 1.5}, {"e": 1.5}, {"e": 2.5e-07}, {"e": 100}, {"e": 2}, {"any": -1e300},
+                                      {"lat": 1.5, "p": 2.5e-07, "n": 100, "e": 1.5, "any": 10})]
+    check_texts(schema, texts + ['{"any": 10e5}', '{"p": 10e5}', '{"lat": 0.5e1}', '{"lat": 90.0001}'],
+                canonical=lambda t: "lat" not in t or "0.5e1" not in t)
+
+
+def test_number_bounds_real_tokenizer(llama3) -> None:
+    schema = {"type": "object", "properties": {"price": {"type": "number", "minimum": 0.1, "maximum": 1000}},
+              "required": ["price"]}
+    texts = ['{"price": %s}' % v for v in ("0.1", "0.09", "999.99", "1000", "1000.5", "1e3", "1.5e-1", "5e-2", "-1", "12")]
+    check_texts(schema, texts, real=llama3)

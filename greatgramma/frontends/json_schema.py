@@ -7,7 +7,9 @@ The canonical form (what every engine generates, and what MaskBench serializes):
   members the schema does not name (when additional properties are allowed), in any order;
 * strings that the schema fixes (property names, ``enum``/``const``) in any JSON spelling;
   numbers that it fixes (``enum``/``const``) as ``json.dumps`` writes them; integers without a
-  fraction or exponent (``1``, not ``1.0``);
+  fraction or exponent (``1``, not ``1.0``); non-integer numbers between bounds other than 0 with
+  an exponent only as ``json.dumps`` and serde_json write one (one non-zero digit before the
+  point: ``1.5e3``, not ``15e2``; see :mod:`.numbers`), compared with the bounds exactly;
 * whitespace as the ``whitespace`` option says: ``"json"`` (RFC 8259: any run anywhere between
   tokens), ``"compact"`` (none) or an int ``k`` (runs of at most ``k`` between two tokens, none
   before or after the document).
@@ -19,6 +21,7 @@ pointer; keywords this module does not know are annotations and are ignored, as 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
 
@@ -176,10 +179,26 @@ class _Walker:
         return self.terms.integers(lo, hi)
 
     def t_number(self, schema, ptr):
-        for kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
-            if kw in schema and not isinstance(schema[kw], bool):
-                raise SchemaError(ptr, kw, f"`{kw}` on non-integer numbers is not supported (it is for integers)")
-        return self.terms.numbers()
+        mult = schema.get("multipleOf")
+        if mult is not None and not isinstance(mult, bool):
+            raise SchemaError(ptr, "multipleOf", "`multipleOf` on non-integer numbers is not supported (it is for integers)")
+        lo, hi = None, None
+        for kw, lower, exclusive in (("minimum", True, False), ("maximum", False, False),
+                                     ("exclusiveMinimum", True, True), ("exclusiveMaximum", False, True)):
+            v = schema.get(kw)
+            if v is None or isinstance(v, bool):
+                continue  # draft-4 boolean exclusive* are read with minimum/maximum
+            if not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+                raise SchemaError(ptr, kw, f"must be a finite number, not {v!r}")
+            ex = exclusive or schema.get("exclusiveMinimum" if lower else "exclusiveMaximum") is True
+            b = (Decimal(v) if isinstance(v, int) else Decimal(repr(v)), not ex)  # the bound as written (shortest repr)
+            if lower:
+                lo = b if lo is None or b[0] > lo[0] or (b[0] == lo[0] and not b[1]) else lo
+            else:
+                hi = b if hi is None or b[0] < hi[0] or (b[0] == hi[0] and not b[1]) else hi
+        if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and not (lo[1] and hi[1]))):
+            raise SchemaError(ptr, "minimum", "no number lies within the bounds")
+        return self.terms.numbers(lo, hi)
 
     def bounds(self, schema: dict, ptr: str, integer: bool) -> tuple:
         import math

@@ -9,8 +9,10 @@ choice never loses a valid instance.
   a higher priority, and a context that expects a language takes every terminal whose lexemes
   all lie in it. Overlapping ones are refused.
 * Integers are split into disjoint intervals at every bound the schema uses, one terminal each;
-  ``FRACTION`` holds the numbers written with a fraction or exponent. Number literals
-  (``enum``/``const``) are terminals of their own, spelled as ``json.dumps`` writes them.
+  ``FRACTION`` holds the numbers written with a fraction or exponent, split the same way at the
+  bounds of non-integer numbers (:mod:`.numbers`: one terminal per open interval between two
+  bounds and one per bound). Number literals (``enum``/``const``) are terminals of their own,
+  spelled as ``json.dumps`` writes them.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from ..errors import GrammarError
 from . import ecma_regex as rx
+from .numbers import ODD_NEGATIVE, ODD_POSITIVE, Bound, contains, fraction_regex, integer_regex
 from .relations import relation
 
 STRING_RE = r'"(?:[^"\\\x00-\x1f]|\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f])))*"'
@@ -34,57 +38,6 @@ class SchemaError(GrammarError):
     def __init__(self, pointer: str, keyword: str, message: str):
         super().__init__(f"{pointer}/{keyword}: {message}" if keyword else f"{pointer}: {message}", kind="schema")
         self.pointer, self.keyword = pointer, keyword
-
-
-def _digits_range(lo: str, hi: str) -> str:
-    """Regex for decimal numerals of one length between ``lo`` and ``hi`` (same length)."""
-    if not lo:
-        return ""
-    if lo[0] == hi[0]:
-        return lo[0] + _digits_range(lo[1:], hi[1:])
-    n = len(lo) - 1
-    alts, first, last = [], int(lo[0]), int(hi[0])
-    if lo[1:] != "0" * n:
-        alts.append(lo[0] + _digits_range(lo[1:], "9" * n))
-        first += 1
-    tail = None
-    if hi[1:] != "9" * n:
-        tail = hi[0] + _digits_range("0" * n, hi[1:])
-        last -= 1
-    if first <= last:
-        alts.append((str(first) if first == last else f"[{first}-{last}]") + (f"[0-9]{{{n}}}" if n else ""))
-    if tail:
-        alts.append(tail)
-    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-
-
-def _positive(lo: int, hi: int | None) -> list[str]:
-    """Numerals (no leading zero) of the integers in [lo, hi], 1 <= lo; hi None: unbounded."""
-    out, length = [], len(str(lo))
-    top = len(str(hi)) if hi is not None else length
-    for n in range(length, top + 1):
-        a = max(lo, 10 ** (n - 1))
-        b = 10**n - 1 if hi is None else min(hi, 10**n - 1)
-        if a <= b:
-            out.append(_digits_range(str(a), str(b)))
-    if hi is None:
-        out.append(f"[1-9][0-9]{{{length},}}")
-    return out
-
-
-def integer_regex(lo: int | None, hi: int | None) -> str:
-    """The integer numerals (``-0`` included with 0) with value in [lo, hi] (None: unbounded)."""
-    alts = []
-    if lo is None or lo < 0:
-        top = -1 if hi is None or hi >= 0 else hi
-        neg = _positive(-top, None if lo is None else -lo)
-        if neg:
-            alts.append("-" + (neg[0] if len(neg) == 1 else "(?:" + "|".join(neg) + ")"))
-    if (lo is None or lo <= 0) and (hi is None or hi >= 0):
-        alts.append("-?0")
-    if hi is None or hi > 0:
-        alts += _positive(max(lo or 1, 1), hi)
-    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
 @dataclass
@@ -101,6 +54,8 @@ class Terminals:
     int_bounds: set = field(default_factory=set)
     int_requests: dict = field(default_factory=dict)  # (lo, hi) -> rule name
     string_requests: dict = field(default_factory=dict)  # (language name or None, excluded values) -> rule name
+    num_bounds: set = field(default_factory=set)  # the bounds (Decimal) of non-integer numbers
+    num_requests: dict = field(default_factory=dict)  # (lo, hi) -> (rule name, the rule of its integers or None)
     used: set = field(default_factory=set)
 
     # -------------------------------------------------------------- requests while walking
@@ -138,9 +93,19 @@ class Terminals:
             self.int_bounds.update(b for b in (lo, None if hi is None else hi + 1) if b is not None)
         return name
 
-    def numbers(self) -> str:
+    def numbers(self, lo: Bound = None, hi: Bound = None) -> str:
+        """A rule taking every number (integer or not) between the bounds: (Decimal, inclusive) or None."""
         self.used.add("FRACTION")
-        return "num"
+        if lo is None and hi is None:
+            return "num"
+        key = (lo, hi)
+        if key not in self.num_requests:
+            self.num_bounds.update(b[0] for b in key if b is not None)
+            ilo = None if lo is None else int(lo[0].to_integral_value("ROUND_CEILING")) + (lo[0] == lo[0].to_integral_value() and not lo[1])
+            ihi = None if hi is None else int(hi[0].to_integral_value("ROUND_FLOOR")) - (hi[0] == hi[0].to_integral_value() and not hi[1])
+            ints = self.integers(ilo, ihi) if ilo is None or ihi is None or ilo <= ihi else None
+            self.num_requests[key] = (f"num{len(self.num_requests)}", ints)
+        return self.num_requests[key][0]
 
     # -------------------------------------------------------------- the grammar text
 
@@ -173,8 +138,15 @@ class Terminals:
             for (lo, hi), name in atoms.items():
                 terms.append(f"{name}: /{integer_regex(lo, hi)}/")
         if "FRACTION" in self.used:
-            terms.append(f"FRACTION: /{FRACTION_RE}/")
-            rules.append("num: " + " | ".join(["FRACTION", *atoms.values(), *numbers.values()]))
+            pieces = self._fraction_pieces()
+            for name, regex in pieces.values():
+                terms.append(f"{name}: /{regex}/")
+            rules.append("num: " + " | ".join([*(n for n, _ in pieces.values()), *atoms.values(), *numbers.values()]))
+            for (lo, hi), (rule, ints) in self.num_requests.items():
+                alts = [n for (a, b), (n, _) in pieces.items() if _piece_within(a, b, lo, hi)]
+                alts += [ints] if ints else []
+                alts += [n for t, n in numbers.items() if not _int_in(t, None, None) and contains(lo, hi, Decimal(t))]
+                rules.append(f"{rule}: " + (" | ".join(alts) if alts else "NEVER"))
         for (lo, hi), rule in self.int_requests.items():
             alts = [n for (a, b), n in atoms.items() if _within(a, b, lo, hi)]
             alts += [n for t, n in numbers.items() if _int_in(t, lo, hi)]
@@ -183,6 +155,25 @@ class Terminals:
             terms.append('NEVER: /\\x00\\x01\\x02(?!)/')
         terms += self._punctuation()
         return rules, terms
+
+    def _fraction_pieces(self) -> dict:
+        """The terminals of numerals with a fraction or exponent: (lo, hi) -> (name, regex), one per
+        interval between two bounds and one per bound; ``FRACTION`` alone when there is no bound."""
+        if not self.num_bounds:
+            return {(None, None): ("FRACTION", FRACTION_RE)}
+        bounds = sorted(self.num_bounds)
+        spans: list = [(None, (bounds[0], False))]
+        for k, b in enumerate(bounds):
+            spans.append(((b, True), (b, True)))
+            spans.append(((b, False), (bounds[k + 1], False) if k + 1 < len(bounds) else None))
+        out = {}
+        for lo, hi in spans:
+            regex = fraction_regex(lo, hi)
+            if regex:
+                out[(lo, hi)] = (f"FRACTION{len(out)}", regex)
+        out[("odd", "+")] = ("FRACTION_POS_EXP", ODD_POSITIVE)  # exponent forms decided by their sign only
+        out[("odd", "-")] = ("FRACTION_NEG_EXP", ODD_NEGATIVE)
+        return out
 
     def _string_depths(self) -> dict[str, int]:
         """Priority of each constrained-string terminal: 1 + the number of those containing it."""
@@ -241,6 +232,17 @@ class Terminals:
         if isinstance(self.whitespace, int) and not isinstance(self.whitespace, bool):
             return self.punct("EMPTY_OBJ" if kind == "object" else "EMPTY_ARR")
         return f"{self.punct('LBRACE')} {self.punct('RBRACE')}" if kind == "object" else f"{self.punct('LSQB')} {self.punct('RSQB')}"
+
+
+def _piece_within(a, b, lo, hi) -> bool:
+    """Whether the numbers of a piece (see ``_fraction_pieces``) all lie between the bounds."""
+    if a == "odd":  # every positive (or every negative) number must lie within
+        if b == "+":
+            return (lo is None or lo[0] <= 0) and hi is None
+        return lo is None and (hi is None or hi[0] >= 0)
+    inside_lo = lo is None or (a is not None and (a[0] > lo[0] or (a[0] == lo[0] and (lo[1] or not a[1]))))
+    inside_hi = hi is None or (b is not None and (b[0] < hi[0] or (b[0] == hi[0] and (hi[1] or not b[1]))))
+    return inside_lo and inside_hi
 
 
 def _within(a, b, lo, hi) -> bool:
