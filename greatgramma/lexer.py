@@ -517,7 +517,9 @@ def build_lexer(
     rank = sorted(range(len(terminals)), key=lambda i: terminals[i].tie_key())
     rank_of = {term: r for r, term in enumerate(rank)}
 
-    # product construction over sparse tuples of live (terminal, state) components
+    # product construction over sparse tuples of live (terminal, state) components; each
+    # component's live moves listed once, so a state costs its live moves, not classes x components
+    moves = [[[(c, n) for c, n in enumerate(row) if n != DEAD] for row in trans] for trans, _, _ in per_term]
     start = tuple((i, 0) for i in range(len(terminals)))
     index = {start: 0}
     tuples = [start]
@@ -537,11 +539,17 @@ def build_lexer(
             before = per_term[t][2][dict(tup)[t]]
             nxt_row[before if before is not None else slice(None)] = t
         accept_next.append(nxt_row)
+        targets: dict[int, list[tuple[int, int]]] = {}
+        for t, s in tup:  # components in terminal order, so each target tuple is too
+            for c, n in moves[t][s]:
+                got = targets.get(c)
+                if got is None:
+                    targets[c] = [(t, n)]
+                else:
+                    got.append((t, n))
         row = [DEAD] * nclass
-        for c in range(nclass):
-            nxt = tuple((t, n) for t, s in tup if (n := per_term[t][0][s][c]) != DEAD)
-            if not nxt:
-                continue
+        for c in sorted(targets):  # new states numbered in class order
+            nxt = tuple(targets[c])
             j = index.get(nxt)
             if j is None:
                 if len(tuples) >= max_states:
