@@ -102,13 +102,13 @@ class MaskWorkers:
             share = 1 + len(self._workers)
             finished = [i for i in rows if matchers[i].state.finished]  # type: ignore[union-attr]
             live = [i for i in rows if not matchers[i].state.finished]  # type: ignore[union-attr]
-            mine = live[::share]  # the caller's rows, dealt among the workers' lists' ends
+            mine = [i for i in live if i % share == 0]  # the caller's rows, dealt among the workers' lists' ends
             own, asked = finished, []
             try:
                 for k, worker in enumerate(self._workers, start=1):
                     # its own rows first (it takes from the front), then a part of the caller's,
                     # last first (the caller takes from the end): whoever is free takes the next job
-                    jobs = live[k::share] + mine[k - 1 :: len(self._workers)][::-1]
+                    jobs = [i for i in live if i % share == k] + mine[k - 1 :: len(self._workers)][::-1]
                     if jobs and worker.ready() and worker.ask(self, [matchers[i] for i in jobs]):  # type: ignore[misc]
                         asked.append((worker, jobs))
                     else:
