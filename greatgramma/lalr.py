@@ -56,6 +56,7 @@ class LalrTables(NamedTuple):
     end_state: int
     shared_reads: bool  # a cycle of reads through two transitions or more: see build()
     has_conflicts: bool  # some terminal with two rules to reduce, or a rule to reduce and a shift
+    overlaps: list[int]  # the states where two rules to reduce share a lookahead (resolved by priority or not)
     collisions: list[tuple[int, int, tuple[int, ...]]]  # unresolved reduce/reduce: (state, terminal, rules)
 
     def is_term(self, sym: int) -> bool:
@@ -344,6 +345,7 @@ def build(rules: Sequence[tuple[str, Sequence[tuple[str, bool]], int]], start: s
     # -- conflicts
     has_conflicts = False
     collisions: list[tuple[int, int, tuple[int, ...]]] = []
+    overlaps: list[int] = []
     for st in range(n_states):
         la = lookaheads[st]
         if not la:
@@ -357,6 +359,13 @@ def build(rules: Sequence[tuple[str, Sequence[tuple[str, bool]], int]], start: s
             continue
         has_conflicts = True
         if len(la) > 1:
+            seen = clash = 0
+            for bits in la.values():
+                clash |= seen & bits
+                seen |= bits
+            if not clash:
+                continue
+            overlaps.append(st)
             for t_bit in _bits(clash):
                 rules_t = [r for r, bits in la.items() if bits & t_bit]
                 if len(rules_t) > 1:
@@ -381,6 +390,7 @@ def build(rules: Sequence[tuple[str, Sequence[tuple[str, bool]], int]], start: s
         end_state=end_state,
         shared_reads=bool(merged),
         has_conflicts=has_conflicts,
+        overlaps=overlaps,
         collisions=collisions,
     )
 

@@ -9,6 +9,7 @@ release is refused at import, with the versions to install.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 from collections.abc import Sequence
@@ -137,6 +138,7 @@ LALR_CONSTRUCTIONS = ("ours", "lark")
 # whose LALR(1) construction builds the tables: ours (greatgramma.lalr, the default) or Lark's
 # own analysis (GG_LALR=lark; the tests compare the two). Both mean the same table.
 LALR_CONSTRUCTION = os.environ.get("GG_LALR", "ours")
+PAUSE_GC = True  # the cyclic garbage collector paused while Lark builds a grammar
 if LALR_CONSTRUCTION not in LALR_CONSTRUCTIONS:  # pragma: no cover - a typo in the environment
     raise ImportError(f"GG_LALR must be one of {', '.join(LALR_CONSTRUCTIONS)}, got {LALR_CONSTRUCTION!r}")
 
@@ -228,9 +230,16 @@ def build_lark(
         raise ValueError(f"construction must be one of {', '.join(LALR_CONSTRUCTIONS)}, got {construction!r}")
     postlex = _KeepTerminals(keep) if keep else None
     parser_cls = _OurLalrParser if construction == "ours" else _LarkLalrParser
-    built = lark.Lark(
-        text, parser="lalr", lexer="basic", start=start, postlex=postlex, _plugins={"LALR_Parser": parser_cls}
-    )
+    collecting = gc.isenabled() and PAUSE_GC
+    if collecting:  # Lark's loader and the tables make many small objects and no garbage cycles to speak of
+        gc.disable()
+    try:
+        built = lark.Lark(
+            text, parser="lalr", lexer="basic", start=start, postlex=postlex, _plugins={"LALR_Parser": parser_cls}
+        )
+    finally:
+        if collecting:
+            gc.enable()
     frontend = built.parser.parser
     analysis = frontend.__dict__.pop("greatgramma_analysis", None)
     if keep_analysis and analysis is not None:
@@ -459,53 +468,76 @@ def parse_table_from_lark(
 
 
 def _parse_table_of_tables(t: lalr.LalrTables, term_index: dict[str, int], n_terms: int, extra) -> ParseTable:
-    """Our tables as a :class:`ParseTable` (nonterminals and rules numbered as first met)."""
+    """Our tables as a :class:`ParseTable`, filled with whole-array operations.
+
+    Rules and nonterminals are numbered in grammar order (those the table uses): a shift wins
+    over a reduce (Lark's resolution); where two rules to reduce share a lookahead (resolved by
+    priority), the state is resolved by :meth:`LalrTables.actions`.
+    """
     n, names = t.n_nonterms, t.names
-    column = [term_index.get(name, -1) for name in names]  # -1: a nonterminal
-    nt_col: dict[int, int] = {}
-    rule_no: dict[int, int] = {}
-    a_rows, a_cols, a_vals, g_rows, g_cols, g_vals = [], [], [], [], [], []
-    for st, trans in enumerate(t.transitions):
-        shifts = {}
-        for sym, target in trans.items():
-            if sym >= n:
-                shifts[sym] = target
-                a_rows.append(st)
-                a_cols.append(column[sym])
-                a_vals.append(target)
-            else:
-                c = nt_col.get(sym)
-                if c is None:
-                    c = nt_col[sym] = len(nt_col)
-                g_rows.append(st)
-                g_cols.append(c)
-                g_vals.append(target)
-        if t.lookaheads[st]:
-            for term, r in lalr._reduces(t, st, shifts).items():
-                k = rule_no.get(r)
-                if k is None:
-                    k = rule_no[r] = len(rule_no)
-                a_rows.append(st)
-                a_cols.append(column[term])
-                a_vals.append(REDUCE - k)
-    for r in rule_no:
-        if t.lhs[r] not in nt_col:
-            nt_col[t.lhs[r]] = len(nt_col)
+    n_t = len(names) - n
+    column = np.array([term_index.get(names[n + j], -1) for j in range(n_t)], dtype=np.intp)
     n_states = len(t.transitions)
+    rows, syms, targets = [], [], []
+    for st, trans in enumerate(t.transitions):
+        rows.extend([st] * len(trans))
+        syms.extend(trans)
+        targets.extend(trans.values())
+    rows_a = np.array(rows, dtype=np.intp)
+    syms_a = np.array(syms, dtype=np.intp)
+    targets_a = np.array(targets, dtype=np.int32)
+    is_t = syms_a >= n
+    shift_rows, shift_terms = rows_a[is_t], syms_a[is_t] - n
     action = np.full((n_states, n_terms + 1), ERROR, dtype=np.int32)
-    goto = np.full((n_states, max(len(nt_col), 1)), ERROR, dtype=np.int32)
-    action[np.array(a_rows, dtype=np.intp), np.array(a_cols, dtype=np.intp)] = a_vals
-    if g_rows:
-        goto[np.array(g_rows, dtype=np.intp), np.array(g_cols, dtype=np.intp)] = g_vals
-    rules = list(rule_no)
+    action[shift_rows, column[shift_terms]] = targets_a[is_t]
+
+    # reduces: every (state, rule) lookahead set as a row of bits, less the state's shifts
+    overlaps = set(t.overlaps)
+    e_state, e_rule, e_bits = [], [], []
+    special: list[tuple[int, int, int]] = []  # (state, terminal, rule) of the states with overlaps
+    for st, la in enumerate(t.lookaheads):
+        if not la:
+            continue
+        if st in overlaps:
+            for term, r in t.actions(st)[1].items():
+                special.append((st, term - n, r))
+            continue
+        e_state.extend([st] * len(la))
+        e_rule.extend(la)
+        e_bits.extend(la.values())
+    width = (n_t + 7) // 8
+    packed = np.frombuffer(b"".join(bits.to_bytes(width, "little") for bits in e_bits), dtype=np.uint8)
+    bits = np.unpackbits(packed.reshape(len(e_bits), width), axis=1, bitorder="little")[:, :n_t].view(bool)
+    e_state_a = np.array(e_state, dtype=np.intp)
+    shifts = np.zeros((n_states, n_t), dtype=bool)
+    shifts[shift_rows, shift_terms] = True
+    bits &= ~shifts[e_state_a]
+    hit_e, hit_t = np.nonzero(bits)
+    red_state = e_state_a[hit_e]
+    red_rule = np.array(e_rule, dtype=np.intp)[hit_e]
+    if special:
+        sp = np.array(special, dtype=np.intp)
+        red_state = np.concatenate([red_state, sp[:, 0]])
+        hit_t = np.concatenate([hit_t, sp[:, 1]])
+        red_rule = np.concatenate([red_rule, sp[:, 2]])
+    used_rules, rule_no = np.unique(red_rule, return_inverse=True)
+    action[red_state, column[hit_t]] = REDUCE - rule_no.astype(np.int32)
+
+    lhs = np.array(t.lhs, dtype=np.intp)
+    used_nts = np.unique(np.concatenate([syms_a[~is_t], lhs[used_rules]]))
+    nt_col = np.full(max(n, 1), -1, dtype=np.intp)
+    nt_col[used_nts] = np.arange(len(used_nts))
+    goto = np.full((n_states, max(len(used_nts), 1)), ERROR, dtype=np.int32)
+    goto[rows_a[~is_t], nt_col[syms_a[~is_t]]] = targets_a[~is_t]
+    rhs_len = np.array([len(seq) for seq in t.rhs], dtype=np.int32)
     return ParseTable(
         action=action,
         goto=goto,
-        rule_lhs=np.array([nt_col[t.lhs[r]] for r in rules], dtype=np.int32),
-        rule_len=np.array([len(t.rhs[r]) for r in rules], dtype=np.int32),
+        rule_lhs=nt_col[lhs[used_rules]].astype(np.int32),
+        rule_len=rhs_len[used_rules],
         start_state=t.start_state,
         end_state=t.end_state,
-        nonterminals=tuple(names[a] for a in sorted(nt_col, key=nt_col.__getitem__)),
+        nonterminals=tuple(names[a] for a in used_nts.tolist()),
         declared=extra,
     )
 
