@@ -1,8 +1,11 @@
 """Everything greatgramma reads from Lark, behind plain functions and small types of our own.
 
-Lark builds the reference semantics (its grammar loader, its LALR analysis and table); this module
-is the only one that imports ``lark``, and it reads some of Lark's internals (the LALR table of a
-built parser, the phases of ``LALR_Analyzer``, ``load_grammar``'s names for punctuation). Those
+Lark defines the reference semantics (its grammar loader, its LALR analysis and table). The table
+is built by our own construction (:mod:`greatgramma.lalr`, the same table up to state numbering),
+handed to Lark's parser through its ``LALR_Parser`` plugin hook; ``GG_LALR=lark`` (or
+``construction="lark"``) builds it with Lark's analysis instead, as the tests do to compare. This
+module is the only one that imports ``lark``, and it reads some of Lark's internals (the LALR table
+of a built parser, the phases of ``LALR_Analyzer``, ``load_grammar``'s names for punctuation). Those
 were checked against the releases in :data:`SUPPORTED_LARK`, which pyproject pins; another
 release is refused at import, with the versions to install.
 """
