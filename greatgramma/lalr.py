@@ -305,41 +305,48 @@ def build(rules: Sequence[tuple[str, Sequence[tuple[str, bool]], int]], start: s
     direct[nt_ids[0][nt_id[start]]] |= end_bit  # the root transition reads the end of input
 
     # -- includes and lookback: walk each rule of B from every state with a B transition
+    # (the walk only gotos up to the rule's nullable tail; from there on a nonterminal is included)
     includes: list[list[int]] = [[] for _ in range(n_nt)]
-    lookback: dict[tuple[int, int], list[int]] = {}
+    lookback: dict[int, list[int]] = {}
     item_rule = item_rule_l
+    heads = [seq[: max(tj - 1, 0)] for seq, tj in zip(rhs, tail)]
+    tails = [seq[max(tj - 1, 0):] for seq, tj in zip(rhs, tail)]
     for x in range(n_nt):
         p, b = nt_state[x], nt_sym[x]
-        starts = [(r, 0) for r in by_origin[b]]
+        for r in by_origin[b]:
+            st = p
+            for s in heads[r]:
+                st = transitions[st][s]
+            for s in tails[r]:
+                if s < n:
+                    includes[nt_ids[st][s]].append(x)
+                st = transitions[st][s]
+            key = st * n_rules + r
+            lb = lookback.get(key)
+            if lb is None:
+                lookback[key] = [x]
+            else:
+                lb.append(x)
         for i in kernels[p]:  # Lark also walks the kernel items of B (dot > 0), without a lookback
             r = item_rule[i]
             if lhs[r] == b and i != base[r]:
-                starts.append((r, i - base[r]))
-        for r, k in starts:
-            seq = rhs[r]
-            st = p
-            tj = tail[r]
-            for j in range(k, len(seq)):
-                s = seq[j]
-                if s < n and j + 1 >= tj:
-                    includes[nt_ids[st][s]].append(x)
-                st = transitions[st][s]
-            if k == 0:
-                lb = lookback.get((st, r))
-                if lb is None:
-                    lookback[(st, r)] = [x]
-                else:
-                    lb.append(x)
+                seq, tj, st = rhs[r], tail[r], p
+                for j in range(i - base[r], len(seq)):
+                    s = seq[j]
+                    if s < n and j + 1 >= tj:
+                        includes[nt_ids[st][s]].append(x)
+                    st = transitions[st][s]
 
     merged: list[int] = []
     read_sets = _digraph(reads, direct, merged) if any_nullable else direct
     follow = _digraph(includes, read_sets)
 
     lookaheads: list[dict[int, int]] = [{} for _ in range(n_states)]
-    for (st, r), xs in lookback.items():
+    for key, xs in lookback.items():
         bits = 0
         for x in xs:
             bits |= follow[x]
+        st, r = divmod(key, n_rules)
         lookaheads[st][r] = bits
 
     # -- conflicts
