@@ -80,16 +80,6 @@ class LalrTables(NamedTuple):
         after = " ".join(names[s] for s in rhs[dot:])
         return f"<{names[self.lhs[r]]} : {before} * {after}>"
 
-    def closure(self, state: int) -> list[int]:
-        """The state's items: its kernel, then ``(rule, 0)`` of every nonterminal of its closure."""
-        base, lhs = self.base, self.lhs
-        out = list(self.kernels[state])
-        seen = set(out)
-        for r in range(len(lhs)):
-            if lhs[r] in self.closure_nts[state] and base[r] not in seen:
-                out.append(base[r])
-        return out
-
 
 def _reduces(tables: LalrTables, state: int, shifts) -> dict[int, int]:
     out: dict[int, int] = {}
