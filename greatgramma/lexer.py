@@ -184,6 +184,11 @@ class _RegexDFA(NamedTuple):
 _REGEX_DFAS = BoundedCache(64 << 20, 4096)
 
 
+def clear_pattern_cache() -> None:
+    """Forget the regex terminals' DFAs kept for later grammars (to time a first build)."""
+    _REGEX_DFAS.clear()
+
+
 def _regex_dfa(t: TerminalSpec, max_states: int) -> _RegexDFA:
     key = (t.pattern, max_states)
     got = _REGEX_DFAS.get(key)
