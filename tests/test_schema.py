@@ -94,6 +94,43 @@ CASES = {
          {"t": "2020-01-01T10:00:00+02:00"}, {"t": "2020-01-01 10:00"}, {"u": "123e4567-e89b-12d3-a456-426614174000"}, {"u": "x"}]),
 }
 
+PATTERN_SCHEMAS = [
+    # nested patterns (a key matching both takes both schemas), declared names matching them, a
+    # required name only a pattern gives a schema, additionalProperties for the rest
+    {"type": "object", "properties": {"a1": {"type": "integer"}, "name": {"maximum": 2}, "b": {}},
+     "patternProperties": {"^[a-z][0-9]$": {"type": "integer", "minimum": 0}, "^[a-z]": {"type": "number"}},
+     "additionalProperties": {"type": "string"}},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "patternProperties": {"^[a-z][0-9]$": {"minimum": 0}},
+     "additionalProperties": False, "required": ["b2"]},
+    {"type": "object", "patternProperties": {"": {"type": "integer"}}},  # every key
+    {"type": "object", "patternProperties": {".+": {"type": ["string", "array"], "items": {"type": "string"}}},
+     "additionalProperties": False},
+    {"type": "object", "patternProperties": {"^x-": {"type": "string"}, "^[0-9]+$": {"type": "boolean"}},
+     "additionalProperties": False},  # disjoint patterns
+    {"type": "object", "patternProperties": {"^a": {"type": "integer"}, "^ab": False, "^(?:a|b)": {"maximum": 3}}},
+    {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z]+$"}},
+     "patternProperties": {"^[a-z]+$": {"type": "string", "pattern": "^[a-z]+$"}}},  # one terminal for key and value
+]
+PATTERN_KEYS = ["", "a", "a1", "b2", "name", "b", "x-", "x-1", "1", "12", "ab", "abc", "é9", "\n", "Z", "id"]
+PATTERN_VALUES = [1, -1, 5, 1.5, "s", "S", True, None, [], ["a", "b"], [1, 2], {}]
+
+
+@pytest.mark.parametrize("k", range(len(PATTERN_SCHEMAS)))
+def test_pattern_properties(k) -> None:
+    """Random members (keys that match no pattern, one, or several nested ones; declared ones in
+    ``properties`` order, as the canonical form writes them) against jsonschema."""
+    import random
+
+    schema, rng = PATTERN_SCHEMAS[k], random.Random(k)
+    order = list(schema.get("properties", {})) + [r for r in schema.get("required", []) if r not in schema.get("properties", {})]
+    instances = []
+    for _ in range(80):
+        inst = {rng.choice(PATTERN_KEYS): rng.choice(PATTERN_VALUES) for _ in range(rng.randint(0, 3))}
+        instances.append(dict(sorted(inst.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))))
+    instances += [{"b2": 1}, {"a": 1, "b2": 1}, {"b2": -1}, {"a": -1, "b2": 0, "c3": 2}, {"a": 1}, {"b2": "x"}, {"a": 2, "b2": [], "c3": 0}]
+    assert sum(oracle(schema, i) for i in instances) >= 6  # valid ones too, not only refusals
+    check(schema, instances)
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_keyword_agrees_with_jsonschema(name: str) -> None:
@@ -181,6 +218,10 @@ def test_string_lengths_count_code_points(s: str) -> None:
         ({"properties": {"a": {"type": "string", "format": "uri"}}}, "#/properties/a/format"),
         ({"type": "string", "pattern": "(?=a)"}, "#/pattern"),
         ({"type": "string", "maxLength": 100000}, "#/maxLength"),
+        ({"patternProperties": {"^x": {}, "y$": {"type": "integer"}}}, "#/patternProperties"),
+        ({"patternProperties": {"(?=x)": {}}}, "#/patternProperties/(?=x)"),
+        ({"properties": {"a": False, "b": {"type": "string", "enum": [1]}}, "required": ["b"]}, "#/properties/b"),
+        ({"properties": {"a": {"type": "string"}}, "patternProperties": {"^a": {"type": "integer"}}}, "#/properties/a"),
         ({"$ref": "http://example.com/s.json"}, "#/$ref"),
         ({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}, "#/oneOf"),
         ({"properties": {"a": {"type": "string", "maxLength": 3}, "b": {"type": "string", "pattern": "^[a-z]+$"}}},

@@ -33,12 +33,12 @@ ANNOTATIONS = {"title", "description", "examples", "default", "$comment", "$sche
                "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "$anchor", "definitions", "$defs"}
 REFUSED = {"not", "if", "then", "else", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas",
            "contains", "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-           "$recursiveRef", "patternProperties"}
+           "$recursiveRef"}
 # Keywords that constrain instances and that this module reads (the others in REFUSED are refused).
 ASSERTIONS = {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
               "additionalItems", "minItems", "maxItems", "uniqueItems", "pattern", "minLength", "maxLength", "format",
               "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minProperties",
-              "maxProperties", "anyOf", "oneOf", "allOf", "$ref"}
+              "maxProperties", "anyOf", "oneOf", "allOf", "$ref", "patternProperties"}
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
@@ -131,7 +131,7 @@ class _Walker:
         if not isinstance(schema, dict):
             raise SchemaError(ptr, "", f"a schema is an object or a boolean, not {type(schema).__name__}")
         for kw in schema:
-            if kw in REFUSED and not (kw == "patternProperties" and not schema[kw]):
+            if kw in REFUSED:
                 raise SchemaError(ptr, kw, f"`{kw}` cannot be compiled into an exact grammar; it is not supported")
         if "$ref" in schema:
             target, tptr = self.resolve(schema["$ref"], ptr)
@@ -284,28 +284,51 @@ class _Walker:
         props = dict(schema.get("properties", {}))
         required = list(dict.fromkeys(schema.get("required", [])))
         extra = schema.get("additionalProperties", True if self.allow_additional else False)
+        patterns = self.pattern_regions(schema.get("patternProperties", {}), ptr)
+        for name in list(props):  # a declared name that a pattern matches takes both schemas
+            props[name] = self.with_patterns(props[name], name, patterns, ptr)
         for name in required:
             if name not in props:
-                if extra is False:
+                if extra is False and not any(p[0].fullmatch(name) for p in patterns):
                     raise SchemaError(ptr, "required", f"{name!r} is required but additional properties are not allowed")
-                props[name] = extra
+                props[name] = self.with_patterns(extra, name, patterns, ptr, alone=True)
         members = []  # (name, member text, required)
+        never = []  # declared names no value is valid for
         for name, sub in props.items():
             if sub is False:
                 if name in required:
                     raise SchemaError(ptr, "required", f"{name!r} is required but its schema is false")
+                never.append(name)
                 continue
             try:
                 v = self.value(sub, f"{ptr}/properties/{_escape(name)}")
             except SchemaError as exc:
                 if getattr(exc, "empty", False) and name not in required:
+                    never.append(name)
                     continue  # no valid value: the member can never appear
                 raise
             members.append((f"{t.literal(name)} {t.punct('COLON')} {v}", name in required))
-        addl = None
-        if extra is not False:
-            key = t.strings(None, frozenset(props))
-            addl = f"{key} {t.punct('COLON')} {self.value(extra, ptr + '/additionalProperties')}"
+        declared = frozenset(props)
+        extras = []  # members the schema does not name: one per pattern region, then the rest
+        taken = set()  # the patterns (None: additionalProperties) whose keys may appear
+        for regex, term, sub, sub_ptr, _depth, nested in patterns:
+            v = self.member_value(sub, sub_ptr)
+            if v is not None:
+                extras.append(f"{t.strings(term, declared, nested)} {t.punct('COLON')} {v}")
+                taken.add(regex)
+        if extra is not False and all(p[1] is not None for p in patterns):  # (a pattern that takes every key leaves none)
+            v = self.member_value(extra, ptr + "/additionalProperties")
+            if v is not None:
+                extras.append(f"{t.strings(None, declared, frozenset(p[1] for p in patterns))} {t.punct('COLON')} {v}")
+                taken.add(None)
+        for name in never:
+            # Its name is excluded from the other keys by its literal terminal, which exists only
+            # where a rule uses it; one that no rule uses is dropped, and the name would pass for another key.
+            matched = [m for m in patterns if m[0].fullmatch(name)]
+            if (max(matched, key=lambda m: m[4])[0] if matched else None) in taken:
+                raise SchemaError(f"{ptr}/properties", _escape(name), "no value is valid for this property while "
+                                  "additionalProperties or patternProperties allow other keys like it; not supported")
+        addl = (extras[0] if len(extras) == 1 else self.rule(extras)) if extras else None
         n_req = sum(r for _, r in members)
         lo, hi = schema.get("minProperties", 0), schema.get("maxProperties")
         if lo > max(n_req, 1):
@@ -313,6 +336,80 @@ class _Walker:
         if hi is not None and (addl is not None or hi < len(members)):
             raise SchemaError(ptr, "maxProperties", "only maxProperties that the properties already imply is supported")
         return self.object_rules(members, addl, allow_empty=(n_req == 0 and lo == 0))
+
+    def member_value(self, sub, ptr: str) -> str | None:
+        """The value rule of a member that may be left out (None: no value is valid, so it never appears)."""
+        if sub is False:
+            return None
+        try:
+            return self.value(sub, ptr)
+        except SchemaError as exc:
+            if getattr(exc, "empty", False):
+                return None
+            raise
+
+    def pattern_regions(self, pattern_props, ptr: str) -> list:
+        """``patternProperties`` as (compiled regex, key terminal, value schema, pointer, number of
+        patterns around it, the key terminals nested in it), one per pattern: a key lexed as that pattern's terminal (its strings less those of the patterns
+        nested in it) matches it and every pattern around it, so its value takes all their
+        schemas (merged as allOf). The patterns' languages (ECMA searches) must be laminar:
+        nested or disjoint; equal ones are merged, overlapping ones refused."""
+        if not isinstance(pattern_props, dict):
+            raise SchemaError(ptr, "patternProperties", "must be an object")
+        if not pattern_props:
+            return []
+        import re
+
+        from .relations import relation
+
+        kw = "patternProperties"
+        found = []  # [node, raw regex, [patterns], schema]
+        for pattern, sub in pattern_props.items():
+            try:
+                node = rx.parse_ecma(pattern)
+            except rx.RegexError as exc:
+                raise SchemaError(f"{ptr}/{kw}", _escape(pattern), str(exc)) from None
+            raw = rx.raw_regex(node)
+            for f in found:
+                if relation(f[1], raw) == "equal":
+                    f[2].append(pattern)
+                    f[3] = self.merge(self.deref(f[3], ptr), self.deref(sub, ptr), f"{ptr}/{kw}/{_escape(pattern)}")
+                    break
+            else:
+                found.append([node, raw, [pattern], sub])
+        around: dict[int, list[int]] = {i: [i] for i in range(len(found))}  # i -> the patterns whose language holds i's
+        for i in range(len(found)):
+            for j in range(i + 1, len(found)):
+                rel = relation(found[i][1], found[j][1])
+                if rel == "overlap":
+                    raise SchemaError(ptr, kw, f"the patterns {found[i][2][0]!r} and {found[j][2][0]!r} may both match a key "
+                                      "without either containing the other; only nested or disjoint patterns are supported")
+                if rel == "subset":
+                    around[i].append(j)
+                elif rel == "superset":
+                    around[j].append(i)
+        terms = [self.terms.string_language(f[0], f"{ptr}/{kw}/{_escape(f[2][0])}") for f in found]
+        out = []
+        for i, (node, raw, names, sub) in enumerate(found):
+            sub_ptr = f"{ptr}/{kw}/{_escape(names[0])}"
+            merged = sub
+            for j in around[i][1:]:
+                merged = self.merge(self.deref(merged, sub_ptr), self.deref(found[j][3], sub_ptr), sub_ptr)
+            nested = frozenset(terms[j] for j in range(len(found)) if j != i and i in around[j])  # (None is never nested)
+            out.append((re.compile(raw), terms[i], merged, sub_ptr, len(around[i]), nested))
+        return out
+
+    def with_patterns(self, sub, name: str, patterns: list, ptr: str, alone: bool = False):
+        """The schema of a member named ``name``: ``sub`` and those of the patterns it matches;
+        ``alone``: ``sub`` is additionalProperties, which applies only when none matches."""
+        matched = [m for m in patterns if m[0].fullmatch(name)]
+        if not matched:
+            return sub
+        # the patterns a name matches are nested (laminar); the deepest one's schema is merged with the others'
+        deepest = max(matched, key=lambda m: m[4])
+        if alone:
+            return deepest[2]
+        return self.merge(self.deref(sub, ptr), self.deref(deepest[2], ptr), f"{ptr}/properties/{_escape(name)}")
 
     def object_rules(self, members, addl, allow_empty: bool) -> str:
         """``{`` members in order ``}``, each optional one may be left out, then the additional ones.
@@ -481,6 +578,8 @@ class _Walker:
         for x, y in ((a, b), (b, a)):  # additionalProperties of one side constrains the other's properties
             if "additionalProperties" in x and set(y.get("properties", {})) - set(x.get("properties", {})):
                 raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties and other properties cannot be merged exactly")
+            if "additionalProperties" in x and y.get("patternProperties") and not _json_eq(x.get("patternProperties"), y["patternProperties"]):
+                raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties and other patternProperties cannot be merged exactly")
         return out
 
     def resolve(self, ref, ptr: str):

@@ -30,6 +30,7 @@ from .relations import relation
 STRING_RE = r'"(?:[^"\\\x00-\x1f]|\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f])))*"'
 FRACTION_RE = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)"
 WS = "[ \\t\\n\\r]"
+ANY_VALUE = rx.raw_regex(("rep", rx.ANY_CHAR, 0, None))  # every string value
 
 
 class SchemaError(GrammarError):
@@ -53,10 +54,11 @@ class Terminals:
     values: dict[str, str] = field(default_factory=dict)
     int_bounds: set = field(default_factory=set)
     int_requests: dict = field(default_factory=dict)  # (lo, hi) -> rule name
-    string_requests: dict = field(default_factory=dict)  # (language name or None, excluded values) -> rule name
+    string_requests: dict = field(default_factory=dict)  # (language name or None, excluded values, languages less) -> rule name
     num_bounds: set = field(default_factory=set)  # the bounds (Decimal) of non-integer numbers
     num_requests: dict = field(default_factory=dict)  # (lo, hi) -> (rule name, the rule of its integers or None)
     used: set = field(default_factory=set)
+    everything: set = field(default_factory=set)  # lexeme regexes found to take every string
 
     # -------------------------------------------------------------- requests while walking
 
@@ -68,18 +70,24 @@ class Terminals:
             name = self.literals[text] = f"L{len(self.literals)}"
         return name
 
-    def string_language(self, node: rx.Node, pointer: str) -> str:
+    def string_language(self, node: rx.Node, pointer: str) -> str | None:
+        """The terminal of the strings whose values are in the node's language; None when that is
+        every string (``STRING`` itself: a terminal beside it would shadow it)."""
         regex = rx.json_string_regex(node)
         name = self.languages.get(regex)
         if name is None:
+            if regex in self.everything or relation(rx.raw_regex(node), ANY_VALUE) == "equal":
+                self.everything.add(regex)
+                return None
             name = self.languages[regex] = f"S{len(self.languages)}"
             self.pointers[name] = pointer
             self.values[name] = rx.raw_regex(node)
         return name
 
-    def strings(self, language: str | None = None, exclude: frozenset = frozenset()) -> str:
-        """A rule taking every string lexeme of ``language`` (None: any string) but the excluded values."""
-        key = (language, exclude)
+    def strings(self, language: str | None = None, exclude: frozenset = frozenset(), minus: frozenset = frozenset()) -> str:
+        """A rule taking every string lexeme of ``language`` (None: any string) but the excluded
+        values and the lexemes of the languages in ``minus`` (names of :meth:`string_language`)."""
+        key = (language, exclude, minus)
         name = self.string_requests.get(key)
         if name is None:
             name = self.string_requests[key] = f"str{len(self.string_requests)}"
@@ -130,8 +138,8 @@ class Terminals:
             terms.append(f"{name}.{depth[name]}: /{regex}/")
         if self.string_requests:
             terms.append(f"STRING: /{STRING_RE}/")
-        for (language, exclude), rule in self.string_requests.items():
-            alts = self._string_members(language, exclude, strings)
+        for (language, exclude, minus), rule in self.string_requests.items():
+            alts = self._string_members(language, exclude, strings, minus)
             rules.append(f"{rule}: " + (" | ".join(alts) if alts else "NEVER"))
         atoms = self._int_atoms()
         if "FRACTION" in self.used or self.int_requests:
@@ -197,15 +205,27 @@ class Terminals:
                     self.inside[na].add(nb)
         return depth
 
-    def _string_members(self, language, exclude, strings) -> list[str]:
+    def _string_members(self, language, exclude, strings, minus=frozenset()) -> list[str]:
+        """The terminals whose lexemes are the strings of ``language`` but those in ``minus``.
+
+        A lexeme goes to the deepest terminal of the laminar family whose language holds it (a
+        literal above all), so the lexemes of a terminal T are T's strings less those of the
+        terminals nested in T: every lexeme of T is in a language M exactly when T is M or lies
+        inside M, and none is when T is neither (T disjoint from M, or T around M)."""
         if language is None:
             alts = ["STRING", *self.languages.values()]
             members = strings
         else:
             alts = [language, *sorted(self.inside[language])]
-            regex = next(r for r, n in self.languages.items() if n == language)
-            members = {t: n for t, n in strings.items() if re.fullmatch(regex, t)}
+            members = {t: n for t, n in strings.items() if re.fullmatch(self._regex_of(language), t)}
+        if minus:
+            gone = set(minus).union(*(self.inside[m] for m in minus))
+            alts = [a for a in alts if a not in gone]
+            members = {t: n for t, n in members.items() if not any(re.fullmatch(self._regex_of(m), t) for m in minus)}
         return alts + [n for t, n in members.items() if json.loads(t) not in exclude]
+
+    def _regex_of(self, language: str) -> str:
+        return next(r for r, n in self.languages.items() if n == language)
 
     def _int_atoms(self) -> dict:
         bounds = sorted(self.int_bounds)
