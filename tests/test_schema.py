@@ -131,6 +131,47 @@ def test_pattern_properties(k) -> None:
     assert sum(oracle(schema, i) for i in instances) >= 6  # valid ones too, not only refusals
     check(schema, instances)
 
+# RFC 3986 by hand (the environment's jsonschema has no URI checker: rfc3986-validator is optional)
+URIS = {
+    "http://example.com": True, "https://a.b/c?d=e#f": True, "urn:isbn:0451450523": True, "mailto:a@b.c": True,
+    "http://[::1]:80/": True, "http://[2001:db8::7]/c=GB?objectClass?one": True, "http://[v1.fe]/": True,
+    "http://[1:2:3:4:5:6:7:8]/": True, "http://[::ffff:1.2.3.4]/": True, "tel:+1-816-555-1212": True, "a:": True,
+    "a+.-:b": True, "http://user:pw@host:8080/p?q#f": True, "http:": True, "http:///": True, "a:b/c//d": True,
+    "a:?#": True, "s://%41%42/": True, "http://[::]/": True, "http://a:/": True,
+    "http://[1:2:3:4:5:6:7:8:9]/": False, "http://[::ffff:1.2.3.256]/": False, "http://a b": False, "http://a%2": False,
+    "http://h/%zz": False, "1a:b": False, "": False, "//foo": False, "/a/b": False, "foo": False, "#frag": False,
+    "http://example.com/\u00e9": False, "http://[:]/": False, "http://[1::2::3]/": False, "http://a:b:c/": False,
+    "http://a@b@c/": False, "x://a[b]/": False, "a://b:12ab/": False, "http://f#g#h": False, "http://[::1]x/": False,
+}
+RELATIVE = {"//foo": True, "/a/b": True, "foo": True, "#frag": True, "?q": True, "": True, "./a:b": True, "a/b:c": True,
+            "a:b": True, ":a": False, "//a b": False, "%": False, "[": False}
+
+
+@pytest.mark.parametrize("fmt", ["uri", "uri-reference"])
+def test_format_uri(fmt) -> None:
+    m = masker_for(json.dumps({"type": "string", "format": fmt}))
+    cases = dict(URIS)
+    if fmt == "uri-reference":
+        cases.update(RELATIVE)
+    for text, valid in cases.items():
+        assert accepts(m, json.dumps(text)) == valid, (fmt, text)
+    assert not accepts(m, "1")
+
+
+def test_format_uri_against_rfc3986_validator() -> None:
+    """Where rfc3986-validator (jsonschema's URI checker) is installed: random strings over URI characters."""
+    import random
+    import re
+
+    validator = pytest.importorskip("rfc3986_validator")
+    from greatgramma.frontends.formats import FORMATS
+
+    rng, alphabet = random.Random(0), "a:/?#[]@!$&'()*+,;=%-._~1AFz v\u00e9"
+    for _ in range(3000):
+        text = rng.choice(["", "http://", "a:", "//", "x://[", "s://u@", "http://[::"]) + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        for fmt, rule in (("uri", "URI"), ("uri-reference", "URI_reference")):
+            assert (re.fullmatch(FORMATS[fmt], text) is not None) == bool(validator.validate_rfc3986(text, rule=rule)), (fmt, text)
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_keyword_agrees_with_jsonschema(name: str) -> None:
@@ -215,7 +256,7 @@ def test_string_lengths_count_code_points(s: str) -> None:
     [
         ({"not": {}}, "#/not"),
         ({"properties": {"a": {"type": "array", "uniqueItems": True}}}, "#/properties/a/uniqueItems"),
-        ({"properties": {"a": {"type": "string", "format": "uri"}}}, "#/properties/a/format"),
+        ({"properties": {"a": {"type": "string", "format": "iri"}}}, "#/properties/a/format"),
         ({"type": "string", "pattern": "(?=a)"}, "#/pattern"),
         ({"type": "string", "maxLength": 100000}, "#/maxLength"),
         ({"patternProperties": {"^x": {}, "y$": {"type": "integer"}}}, "#/patternProperties"),
