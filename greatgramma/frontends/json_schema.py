@@ -162,7 +162,9 @@ class _Walker:
         out = []
         for t in TYPES:
             if t in types:
-                out.append(getattr(self, "t_" + t)(schema, ptr))
+                alt = getattr(self, "t_" + t)(schema, ptr)
+                if alt:  # (None or "": no instance of that type is valid)
+                    out.append(alt)
         return out
 
     def t_null(self, schema, ptr):
@@ -243,7 +245,16 @@ class _Walker:
             nodes = _with_length(nodes, lo, hi, ptr, self.terms)
         if not nodes:
             return self.terms.strings()
-        return self.terms.strings(self.terms.string_language(nodes[0], ptr))
+        node = nodes[0]
+        if len(nodes) > 1:  # format and pattern (and a length bound): the strings all of them take
+            from .intersect import intersect
+
+            node = intersect(nodes)
+            if node is None:
+                raise SchemaError(ptr, "pattern", "the language of the pattern together with the format and lengths is too large to build")
+        if rx.is_empty_language(node):
+            return None  # no string is valid: no alternative
+        return self.terms.strings(self.terms.string_language(node, ptr))
 
     def t_array(self, schema, ptr):
         if schema.get("uniqueItems") is True:
@@ -610,13 +621,13 @@ def _with_length(nodes, lo: int, hi, ptr: str, terms) -> list:
         return [("rep", node[1], a, b)]
     from .relations import relation
 
-    rel = relation(rx.raw_regex(node), rx.raw_regex(length))  # as their JSON spellings relate (one per character)
-    if len(nodes) == 1 and rel in ("subset", "equal"):
-        return [node]
-    if len(nodes) == 1 and rel == "superset":
-        return [length]
-    raise SchemaError(ptr, "maxLength" if hi is not None else "minLength",
-                      "a length bound together with a pattern or format is only supported when one implies the other")
+    if len(nodes) == 1:
+        rel = relation(rx.raw_regex(node), rx.raw_regex(length))  # as their JSON spellings relate (one per character)
+        if rel in ("subset", "equal"):
+            return [node]
+        if rel == "superset":
+            return [length]
+    return [*nodes, length]  # intersected by the caller
 
 
 def _escape(name: str) -> str:

@@ -30,6 +30,7 @@ from .relations import relation
 STRING_RE = r'"(?:[^"\\\x00-\x1f]|\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f])))*"'
 FRACTION_RE = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)"
 WS = "[ \\t\\n\\r]"
+MAX_STRING_TERMINALS = 64  # constrained-string terminals, intersections included
 ANY_VALUE = rx.raw_regex(("rep", rx.ANY_CHAR, 0, None))  # every string value
 
 
@@ -59,6 +60,8 @@ class Terminals:
     num_requests: dict = field(default_factory=dict)  # (lo, hi) -> (rule name, the rule of its integers or None)
     used: set = field(default_factory=set)
     everything: set = field(default_factory=set)  # lexeme regexes found to take every string
+    nodes: dict = field(default_factory=dict)  # terminal name -> its node (ecma_regex.Node)
+    shadowed: set = field(default_factory=set)  # terminals no lexeme goes to (see _shadowed)
 
     # -------------------------------------------------------------- requests while walking
 
@@ -82,6 +85,7 @@ class Terminals:
             name = self.languages[regex] = f"S{len(self.languages)}"
             self.pointers[name] = pointer
             self.values[name] = rx.raw_regex(node)
+            self.nodes[name] = node
         return name
 
     def strings(self, language: str | None = None, exclude: frozenset = frozenset(), minus: frozenset = frozenset()) -> str:
@@ -135,7 +139,8 @@ class Terminals:
             else:
                 terms.append(f'{name}.{top}: "{text}"')
         for regex, name in self.languages.items():
-            terms.append(f"{name}.{depth[name]}: /{regex}/")
+            if name not in self.shadowed:
+                terms.append(f"{name}.{depth[name]}: /{regex}/")
         if self.string_requests:
             terms.append(f"STRING: /{STRING_RE}/")
         for (language, exclude, minus), rule in self.string_requests.items():
@@ -184,26 +189,103 @@ class Terminals:
         return out
 
     def _string_depths(self) -> dict[str, int]:
-        """Priority of each constrained-string terminal: 1 + the number of those containing it."""
+        """Priority of each constrained-string terminal: 1 + the number of those containing it.
+
+        The family is first closed under intersection (:meth:`_close`), so the terminals that hold
+        a string always have a smallest one, the intersection of them all, which has more
+        terminals around it than any other and so the highest priority: each lexeme goes to the
+        smallest terminal holding it, and a context expecting a language takes the terminals
+        inside it."""
+        rel = self._close()
         names = list(self.languages.values())
         depth = {name: 1 for name in names}
         self.inside: dict[str, set[str]] = {name: set() for name in names}  # name -> terminals nested in it
         for i, na in enumerate(names):
             for nb in names[i + 1 :]:
-                rel = relation(self.values[na], self.values[nb])
-                if rel == "overlap" or rel == "equal":
+                r = rel[(na, nb)]  # (two that overlap: their intersection is a terminal too)
+                if r == "equal":
                     raise SchemaError(
                         self.pointers[nb], "",
-                        f"its strings overlap those required at {self.pointers[na]} without either containing the other, "
-                        "so no lexer can tell them apart exactly",
+                        f"its strings are those required at {self.pointers[na]}, written otherwise: "
+                        "no lexer can tell them apart",
                     )
-                if rel == "subset":
+                if r == "subset":
                     depth[na] += 1
                     self.inside[nb].add(na)
-                elif rel == "superset":
+                elif r == "superset":
                     depth[nb] += 1
                     self.inside[na].add(nb)
+        self.shadowed = self._shadowed()
         return depth
+
+    def _shadowed(self) -> set[str]:
+        """The terminals whose every string goes to a terminal inside them or a literal: Lark's
+        lexer would never produce them (and the grammar check refuses that), so they are left out."""
+        from .intersect import is_covered
+
+        literal_nodes = [rx.literal(json.loads(t)) for t in self.literals if t.startswith('"')]
+        out = set()
+        for name, node in self.nodes.items():
+            if name not in self.inside:
+                continue
+            others = [self.nodes[n] for n in self.inside[name]] + [
+                ln for ln, t in zip(literal_nodes, [t for t in self.literals if t.startswith('"')])
+                if re.fullmatch(self._regex_of(name), t)]
+            if others and is_covered(node, others):
+                out.add(name)
+        return out
+
+    def _close(self) -> dict:
+        """Adds a terminal for the strings of each two overlapping terminals (until none is
+        missing); the relation of every pair of terminals, by name."""
+        from .intersect import intersect, signature
+
+        rel: dict = {}
+        names = list(self.languages.values())
+        sig_of = {n: signature([self.nodes[n]]) for n in names}
+        signatures = set(sig_of.values()) - {None}
+
+        def relate(a, b):
+            if (a, b) not in rel:
+                sa, sb = sig_of[a], sig_of[b]
+                sab = None if sa is None or sb is None else signature([self.nodes[a], self.nodes[b]])
+                if sab is None:
+                    r = relation(self.values[a], self.values[b])
+                else:  # from the minimal DFAs: a within b exactly when a and b is a
+                    r = ("disjoint" if sab == () else "equal" if sa == sb else "subset" if sab == sa
+                         else "superset" if sab == sb else "overlap")
+                rel[(a, b)] = r
+                rel[(b, a)] = {"subset": "superset", "superset": "subset"}.get(r, r)
+            return rel[(a, b)]
+
+        i = 0
+        while i < len(names):
+            for j in range(i):
+                a, b = names[j], names[i]
+                if relate(a, b) != "overlap":
+                    continue
+                node = intersect([self.nodes[a], self.nodes[b]])
+                if node is None or len(names) >= MAX_STRING_TERMINALS:
+                    raise SchemaError(self.pointers[b], "", f"its strings overlap those required at {self.pointers[a]} "
+                                      "without either containing the other, and the terminal for the strings both take "
+                                      "is too large to build")
+                sig = signature([node])
+                if sig in signatures or (sig is None and any(relation(rx.raw_regex(node), self.values[c]) == "equal" for c in names)):
+                    continue  # the intersection is a terminal already
+                signatures.add(sig)
+                sig_of[f"S{len(self.languages)}"] = sig
+                regex = rx.json_string_regex(node)
+                name = self.languages[regex] = f"S{len(self.languages)}"
+                self.pointers[name] = f"{self.pointers[a]} & {self.pointers[b]}"
+                self.values[name] = rx.raw_regex(node)
+                self.nodes[name] = node
+                names.append(name)
+            i += 1
+        for a in names:
+            for b in names:
+                if a != b:
+                    relate(a, b)
+        return rel
 
     def _string_members(self, language, exclude, strings, minus=frozenset()) -> list[str]:
         """The terminals whose lexemes are the strings of ``language`` but those in ``minus``.
@@ -222,7 +304,7 @@ class Terminals:
             gone = set(minus).union(*(self.inside[m] for m in minus))
             alts = [a for a in alts if a not in gone]
             members = {t: n for t, n in members.items() if not any(re.fullmatch(self._regex_of(m), t) for m in minus)}
-        return alts + [n for t, n in members.items() if json.loads(t) not in exclude]
+        return [a for a in alts if a not in self.shadowed] + [n for t, n in members.items() if json.loads(t) not in exclude]
 
     def _regex_of(self, language: str) -> str:
         return next(r for r, n in self.languages.items() if n == language)
