@@ -539,7 +539,23 @@ class _Walker:
         out = []
         for b, p in branches:
             out += self.alternatives(b, p) if b is not True else self.alternatives({}, p)
-        return list(dict.fromkeys(out))
+        out = list(dict.fromkeys(self.alias(a) for a in out))
+        sets = [a for a in out if self.terms.is_lexeme_set(a)]
+        if len(sets) > 1:  # strings, integers, numbers, literals: one rule for their terminals
+            merged = self.terms.union(sets)
+            out = [a for a in out if a not in sets]
+            out.insert(0, merged)
+        return out
+
+    def alias(self, symbol: str) -> str:
+        """The one symbol a rule of one alternative stands for (a ``$ref`` to ``type: string``), else the symbol."""
+        if symbol.startswith("r") and symbol[1:].isdigit():
+            text = self.rules[int(symbol[1:])]
+            if text and text.startswith(f"{symbol}: "):
+                body = text[len(symbol) + 2:]
+                if " " not in body and self.terms.is_lexeme_set(body):
+                    return body
+        return symbol
 
     def deref(self, schema, ptr: str):
         """A schema whose ``$ref`` (alone, or with annotations) is followed, for merging."""

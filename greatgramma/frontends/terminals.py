@@ -62,6 +62,7 @@ class Terminals:
     everything: set = field(default_factory=set)  # lexeme regexes found to take every string
     nodes: dict = field(default_factory=dict)  # terminal name -> its node (ecma_regex.Node)
     shadowed: set = field(default_factory=set)  # terminals no lexeme goes to (see _shadowed)
+    union_requests: dict = field(default_factory=dict)  # symbols -> rule name (see union)
 
     # -------------------------------------------------------------- requests while walking
 
@@ -97,6 +98,22 @@ class Terminals:
             name = self.string_requests[key] = f"str{len(self.string_requests)}"
         return name
 
+    def is_lexeme_set(self, symbol: str) -> bool:
+        """Whether the symbol stands for a set of lexemes: a literal or a rule of :meth:`strings`,
+        :meth:`integers` or :meth:`numbers` (whose union :meth:`union` can take)."""
+        return (symbol in self.literals.values() or symbol in self.string_requests.values() or symbol == "num"
+                or symbol in self.int_requests.values() or any(symbol == r for r, _ in self.num_requests.values()))
+
+    def union(self, symbols) -> str:
+        """One rule for the lexemes of all the symbols (each :meth:`is_lexeme_set`): alternatives of
+        an anyOf that share terminals (an enum string and ``type: string``; overlapping integer
+        ranges) are one set of terminals, so no two rules reduce the same terminal."""
+        key = tuple(dict.fromkeys(symbols))
+        name = self.union_requests.get(key)
+        if name is None:
+            name = self.union_requests[key] = f"any{len(self.union_requests)}"
+        return name
+
     def integers(self, lo: int | None = None, hi: int | None = None) -> str:
         key = (lo, hi)
         name = self.int_requests.get(key)
@@ -128,6 +145,11 @@ class Terminals:
     def finish(self) -> tuple[list[str], list[str]]:
         """(rules, terminal definitions) for everything requested."""
         rules, terms = [], []
+        lists: dict[str, list[str]] = {}  # rule -> its alternatives (symbols)
+
+        def emit(rule: str, alts: list[str]) -> None:
+            lists[rule] = alts
+            rules.append(f"{rule}: " + (" | ".join(alts) if alts else "NEVER"))
         strings = {t: v for t, v in self.literals.items() if t.startswith('"')}
         numbers = {t: v for t, v in self.literals.items() if not t.startswith('"')}
         depth = self._string_depths()
@@ -144,8 +166,7 @@ class Terminals:
         if self.string_requests:
             terms.append(f"STRING: /{STRING_RE}/")
         for (language, exclude, minus), rule in self.string_requests.items():
-            alts = self._string_members(language, exclude, strings, minus)
-            rules.append(f"{rule}: " + (" | ".join(alts) if alts else "NEVER"))
+            emit(rule, self._string_members(language, exclude, strings, minus))
         atoms = self._int_atoms()
         if "FRACTION" in self.used or self.int_requests:
             for (lo, hi), name in atoms.items():
@@ -154,16 +175,22 @@ class Terminals:
             pieces = self._fraction_pieces()
             for name, regex in pieces.values():
                 terms.append(f"{name}: /{regex}/")
-            rules.append("num: " + " | ".join([*(n for n, _ in pieces.values()), *atoms.values(), *numbers.values()]))
+            emit("num", [*(n for n, _ in pieces.values()), *atoms.values(), *numbers.values()])
             for (lo, hi), (rule, ints) in self.num_requests.items():
                 alts = [n for (a, b), (n, _) in pieces.items() if _piece_within(a, b, lo, hi)]
                 alts += [ints] if ints else []
                 alts += [n for t, n in numbers.items() if not _int_in(t, None, None) and contains(lo, hi, Decimal(t))]
-                rules.append(f"{rule}: " + (" | ".join(alts) if alts else "NEVER"))
+                emit(rule, alts)
         for (lo, hi), rule in self.int_requests.items():
             alts = [n for (a, b), n in atoms.items() if _within(a, b, lo, hi)]
             alts += [n for t, n in numbers.items() if _int_in(t, lo, hi)]
-            rules.append(f"{rule}: " + " | ".join(alts))
+            emit(rule, alts)
+
+        def expand(sym: str) -> list[str]:
+            return [x for a in lists[sym] for x in expand(a)] if sym in lists else [sym]
+
+        for names, rule in self.union_requests.items():  # one rule for the terminals of them all
+            emit(rule, list(dict.fromkeys(x for n in names for x in expand(n))))
         if any("NEVER" in r for r in rules):
             terms.append('NEVER: /\\x00\\x01\\x02(?!)/')
         terms += self._punctuation()
