@@ -85,7 +85,7 @@ CASES = {
                                           {"type": "integer", "maximum": 10}, {"$ref": "#/$defs/s"}], "$defs": {"s": {"type": "string", "pattern": "^a"}}},
                                ["web", "x", "", "app", 3, 0, -5, 50, 1.5, None, []]),
     "anyOf-numbers": ({"type": "array", "items": {"anyOf": [{"type": "number", "maximum": 1.5}, {"type": "integer"}]}},
-                      [[1, 2, 1.5, 2.5, -3.5], [2.5], [1e3]]),
+                      [[1, 2, 1.5, 2.5, -3.5], [2.5], [1.25, -2.75]]),
     "oneOf-types": ({"oneOf": [{"type": "string"}, {"type": "null"}]}, ["a", None, 1]),
     "allOf": ({"allOf": [OBJ, {"required": ["age"]}]}, [{"name": "x", "age": 1}, {"name": "x"}]),
     "pattern": ({"type": "string", "pattern": "^[a-z]+-[0-9]{2,3}$"}, ["ab-12", "ab-1234", "AB-12", "a-123"]),
