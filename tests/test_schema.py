@@ -86,6 +86,13 @@ CASES = {
                                ["web", "x", "", "app", 3, 0, -5, 50, 1.5, None, []]),
     "anyOf-numbers": ({"type": "array", "items": {"anyOf": [{"type": "number", "maximum": 1.5}, {"type": "integer"}]}},
                       [[1, 2, 1.5, 2.5, -3.5], [2.5], [1.25, -2.75]]),
+    "oneOf-objects": ({"type": "object", "oneOf": [
+        {"properties": {"e": {"type": "object"}}, "required": ["e"], "additionalProperties": False},
+        {"properties": {"h": {"type": "string"}}, "required": ["h"], "additionalProperties": False}]},
+        [{"e": {}}, {"h": "x"}, {"e": {}, "h": "x"}, {}, {"h": 1}, "e"]),
+    "allOf-additionalProperties-true": ({"allOf": [{"properties": {"a": {"type": "integer"}}, "additionalProperties": True},
+                                                   {"properties": {"b": {"type": "string"}}}]},
+                                        [{"a": 1, "b": "x"}, {"a": "1"}, {"b": 2}, {"a": 1, "c": None}]),
     "oneOf-types": ({"oneOf": [{"type": "string"}, {"type": "null"}]}, ["a", None, 1]),
     "allOf": ({"allOf": [OBJ, {"required": ["age"]}]}, [{"name": "x", "age": 1}, {"name": "x"}]),
     "pattern": ({"type": "string", "pattern": "^[a-z]+-[0-9]{2,3}$"}, ["ab-12", "ab-1234", "AB-12", "a-123"]),
@@ -290,6 +297,7 @@ def test_string_lengths_count_code_points(s: str) -> None:
         ({"properties": {"a": {"type": "string"}}, "patternProperties": {"^a": {"type": "integer"}}}, "#/properties/a"),
         ({"$ref": "http://example.com/s.json"}, "#/$ref"),
         ({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}, "#/oneOf"),
+        ({"oneOf": [{"required": ["a"], "additionalProperties": False}, {"required": ["b"], "additionalProperties": False}]}, "#/oneOf"),
     ],
 )
 def test_refusals_name_keyword_and_pointer(schema, pointer) -> None:

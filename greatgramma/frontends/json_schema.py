@@ -581,6 +581,9 @@ class _Walker:
                 out[k] = out.get(k, v) if k in ANNOTATIONS else v
                 continue
             w = out[k]
+            if k in ("additionalProperties", "items", "additionalItems") and (w in (True, {}) or v in (True, {})):
+                out[k] = v if w in (True, {}) else w  # (true constrains nothing)
+                continue
             if k == "type":
                 ta, tb = ({w} if isinstance(w, str) else set(w)), ({v} if isinstance(v, str) else set(v))
                 both = (ta & tb) | ({"integer"} if ("number" in ta and "integer" in tb) or ("integer" in ta and "number" in tb) else set())
@@ -603,9 +606,11 @@ class _Walker:
             else:
                 raise SchemaError(ptr, k, f"allOf with two different `{k}` cannot be merged exactly")
         for x, y in ((a, b), (b, a)):  # additionalProperties of one side constrains the other's properties
-            if "additionalProperties" in x and set(y.get("properties", {})) - set(x.get("properties", {})):
+            if x.get("additionalProperties", True) in (True, {}):
+                continue  # (true allows everything: no constraint)
+            if set(y.get("properties", {})) - set(x.get("properties", {})):
                 raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties and other properties cannot be merged exactly")
-            if "additionalProperties" in x and y.get("patternProperties") and not _json_eq(x.get("patternProperties"), y["patternProperties"]):
+            if y.get("patternProperties") and not _json_eq(x.get("patternProperties"), y["patternProperties"]):
                 raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties and other patternProperties cannot be merged exactly")
         return out
 
@@ -684,6 +689,10 @@ def _disjoint_constants(a, b) -> bool:
     if ca is not None and cb is not None:
         return not any(_json_eq(x, y) for x in ca for y in cb)
     if isinstance(a, dict) and isinstance(b, dict):
+        for x, y in ((a, b), (b, a)):  # x requires a member that y does not allow
+            if y.get("additionalProperties") is False and not y.get("patternProperties") and \
+                    set(x.get("required", [])) - set(y.get("properties", {})) and _types_of(x) & _types_of(y) <= {"object"}:
+                return True
         for name in set(a.get("required", [])) & set(b.get("required", [])):
             pa, pb = a.get("properties", {}).get(name), b.get("properties", {}).get(name)
             if _disjoint_constants(pa, pb):
