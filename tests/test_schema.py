@@ -93,6 +93,9 @@ CASES = {
     "allOf-additionalProperties-true": ({"allOf": [{"properties": {"a": {"type": "integer"}}, "additionalProperties": True},
                                                    {"properties": {"b": {"type": "string"}}}]},
                                         [{"a": 1, "b": "x"}, {"a": "1"}, {"b": 2}, {"a": 1, "c": None}]),
+    "allOf-additionalProperties": ({"allOf": [{"properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "integer", "maximum": 5}},
+                                              {"properties": {"b": {"type": "integer"}}, "additionalProperties": {"minimum": 2}}]},
+                                   [{"a": 1, "b": 3}, {"a": 1, "b": 7}, {"a": 9, "b": 3}, {"a": 1}, {"b": 1}, {"c": 3}, {"c": 1}, {"c": 6}, {"c": "x"}]),
     "oneOf-types": ({"oneOf": [{"type": "string"}, {"type": "null"}]}, ["a", None, 1]),
     "allOf": ({"allOf": [OBJ, {"required": ["age"]}]}, [{"name": "x", "age": 1}, {"name": "x"}]),
     "pattern": ({"type": "string", "pattern": "^[a-z]+-[0-9]{2,3}$"}, ["ab-12", "ab-1234", "AB-12", "a-123"]),
@@ -257,6 +260,23 @@ def test_optional_members_every_subset(required, extra) -> None:
                 assert accepts(m, text) == oracle(schema, inst), text
     for a, b in itertools.combinations(names, 2):  # two named members out of order: outside the canonical form
         assert not accepts(m, json.dumps({**{n: 0 for n in required if n not in (a, b)}, b: 1, a: 2}))
+
+
+@pytest.mark.parametrize("branches", [[["b"], ["d"], ["a", "e"]], [["a"], []], [["e"], ["a", "e"]]])
+@pytest.mark.parametrize("extra", [False, {"type": "string"}])
+def test_any_of_required_sets(branches, extra) -> None:
+    """anyOf over objects that differ only in ``required``: one object rule that tracks which
+    required sets are still possible; every subset of the members, with and without an extra one."""
+    import itertools
+
+    schema = {"type": "object", "additionalProperties": extra, "required": ["c"], "anyOf": [{"required": r, "title": "t"} for r in branches],
+              "properties": {n: {"type": "integer"} for n in "abcde"}}
+    m = masker_for(json.dumps(schema))
+    for k in range(6):
+        for subset in itertools.combinations("abcde", k):
+            for tail in ([], [("z", "s")]):
+                inst = dict([(n, 1) for n in subset] + tail)
+                assert accepts(m, json.dumps(inst)) == oracle(schema, inst), inst
 
 
 @pytest.mark.parametrize("whitespace", ["compact", 2])

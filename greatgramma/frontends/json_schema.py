@@ -43,6 +43,7 @@ TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
 SKIP_BLOCK = 2  # optional object members one rule may skip at once (see object_rules)
+REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
 
@@ -71,6 +72,7 @@ class _Walker:
         self.rules: list[str] = []
         self.memo: dict[int, str] = {}
         self.by_text: dict[str, str] = {}  # a schema's JSON text (keys sorted) -> its rule
+        self.rule_by_body: dict[str, str] = {}  # alternatives -> the rule of self.rule that has them
         self.keep: list = []  # schemas whose id() keys self.memo
         self.depth = 0
         draft = root.get("$schema", "") if isinstance(root, dict) else ""
@@ -82,8 +84,11 @@ class _Walker:
         return "\n".join([f"start: {start}", *filter(None, self.rules), *rules, *terms]) + "\n"
 
     def rule(self, alts: list[str]) -> str:
-        name = f"r{len(self.rules)}"
-        self.rules.append(f"{name}: " + " | ".join(alts))
+        body = " | ".join(alts)
+        name = self.rule_by_body.get(body)  # (equal rules are one: fewer for Lark's analysis)
+        if name is None:
+            name = self.rule_by_body[body] = f"r{len(self.rules)}"
+            self.rules.append(f"{name}: " + body)
         return name
 
     # -------------------------------------------------------------- schemas
@@ -294,30 +299,36 @@ class _Walker:
         t = self.terms
         props = dict(schema.get("properties", {}))
         required = list(dict.fromkeys(schema.get("required", [])))
+        # anyOf over objects that differ only in `required` (see union): one of these sets of names
+        branch_required = [list(dict.fromkeys([*required, *r])) for r in schema.get(REQUIRED_ANY_OF, [[]])]
+        required = [n for n in branch_required[0] if all(n in r for r in branch_required)]  # in every branch
+        some_required = list(dict.fromkeys(n for r in branch_required for n in r))
         extra = schema.get("additionalProperties", True if self.allow_additional else False)
         patterns = self.pattern_regions(schema.get("patternProperties", {}), ptr)
         for name in list(props):  # a declared name that a pattern matches takes both schemas
             props[name] = self.with_patterns(props[name], name, patterns, ptr)
-        for name in required:
+        for name in some_required:
             if name not in props:
                 if extra is False and not any(p[0].fullmatch(name) for p in patterns):
                     raise SchemaError(ptr, "required", f"{name!r} is required but additional properties are not allowed")
                 props[name] = self.with_patterns(extra, name, patterns, ptr, alone=True)
         members = []  # (name, member text, required)
         never = []  # declared names no value is valid for
+        index: dict[str, int] = {}  # name -> its place in members
         for name, sub in props.items():
             if sub is False:
-                if name in required:
+                if name in some_required:
                     raise SchemaError(ptr, "required", f"{name!r} is required but its schema is false")
                 never.append(name)
                 continue
             try:
                 v = self.value(sub, f"{ptr}/properties/{_escape(name)}")
             except SchemaError as exc:
-                if getattr(exc, "empty", False) and name not in required:
+                if getattr(exc, "empty", False) and name not in some_required:
                     never.append(name)
                     continue  # no valid value: the member can never appear
                 raise
+            index[name] = len(members)
             members.append((f"{t.literal(name)} {t.punct('COLON')} {v}", name in required))
         declared = frozenset(props)
         extras = []  # members the schema does not name: one per pattern region, then the rest
@@ -340,13 +351,14 @@ class _Walker:
                 raise SchemaError(f"{ptr}/properties", _escape(name), "no value is valid for this property while "
                                   "additionalProperties or patternProperties allow other keys like it; not supported")
         addl = (extras[0] if len(extras) == 1 else self.rule(extras)) if extras else None
-        n_req = sum(r for _, r in members)
+        branches = [frozenset(index[n] for n in r) for r in branch_required]
+        n_req = min(len(b) for b in branches)
         lo, hi = schema.get("minProperties", 0), schema.get("maxProperties")
         if lo > max(n_req, 1):
             raise SchemaError(ptr, "minProperties", "only minProperties up to the number of required properties (or 1) is supported")
         if hi is not None and (addl is not None or hi < len(members)):
             raise SchemaError(ptr, "maxProperties", "only maxProperties that the properties already imply is supported")
-        return self.object_rules(members, addl, allow_empty=(n_req == 0 and lo == 0))
+        return self.object_rules(members, addl, allow_empty=(n_req == 0 and lo == 0), branches=branches)
 
     def member_value(self, sub, ptr: str) -> str | None:
         """The value rule of a member that may be left out (None: no value is valid, so it never appears)."""
@@ -422,56 +434,78 @@ class _Walker:
             return deepest[2]
         return self.merge(self.deref(sub, ptr), self.deref(deepest[2], ptr), f"{ptr}/properties/{_escape(name)}")
 
-    def object_rules(self, members, addl, allow_empty: bool) -> str:
+    def object_rules(self, members, addl, allow_empty: bool, branches=None) -> str:
         """``{`` members in order ``}``, each optional one may be left out, then the additional ones.
 
-        ``after(i)``: the members from i on when the next one written is i or later (no comma
-        before it); ``rest(i)``: what may follow a member written before i (a comma, then
+        ``after(i, A)``: the members from i on when the next one written is i or later (no comma
+        before it); ``rest(i, A)``: what may follow a member written before i (a comma, then
         ``after(i)``, or nothing once no required member is left). The comma comes before the
         choice of member, and a rule of ``after`` lists the next ``SKIP_BLOCK`` members (up to the
         first required one) plus one alternative that skips them all. So the parser state after a
         comma holds the rules for every later member once, with one nonterminal per block, not a
         chain of one rule per member, which made Lark's LALR analysis cubic in the number of
-        optional members (3.2 s for 100 of them). A run of required members is written inline."""
+        optional members (3.2 s for 100 of them). A run of required members is written inline.
+
+        ``branches``: sets of member indices, one of which must all be present (an anyOf of
+        ``required``; default: the members marked required); A is the set of branches no skipped
+        member has ruled out, and a member is required where every branch in A requires it."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
-        required_from = [False] * (n + 1)  # a required member at i or later
-        for i in reversed(range(n)):
-            required_from[i] = members[i][1] or required_from[i + 1]
+        if branches is None:
+            branches = [frozenset(i for i, (_, req) in enumerate(members) if req)]
+        branches = list(dict.fromkeys(branches))
+        everyone = frozenset(range(len(branches)))
         tail = f"({comma} {addl})*" if addl else ""
-        afters: dict[int, str | None] = {}
-        rests: dict[int, str] = {}
+        afters: dict = {}
+        rests: dict = {}
 
-        def after(i: int) -> str | None:
-            if i not in afters:
+        def alive(a: frozenset, skipped) -> frozenset:
+            return frozenset(b for b in a if not (branches[b] & set(skipped)))
+
+        def must(i: int, a: frozenset) -> bool:
+            return all(i in branches[b] for b in a)
+
+        def after(i: int, a: frozenset) -> str | None:
+            if (i, a) not in afters:
                 if i == n:
-                    afters[i] = f"{addl} {tail}" if addl else None
+                    afters[(i, a)] = f"{addl} {tail}" if addl else None
                 else:
                     alts = []
                     for j in range(i, min(n, i + SKIP_BLOCK)):
-                        text, req = members[j]
-                        alts.append(f"{text} {rest(j + 1)}".strip())
-                        if req:
+                        aj = alive(a, range(i, j))
+                        if not aj:
+                            break
+                        text, _ = members[j]
+                        alts.append(f"{text} {rest(j + 1, aj)}".strip())
+                        if must(j, aj):
                             break
                     else:
-                        skip = after(min(n, i + SKIP_BLOCK))
+                        rest_a = alive(a, range(i, min(n, i + SKIP_BLOCK)))
+                        skip = after(min(n, i + SKIP_BLOCK), rest_a) if rest_a else None
                         alts += [skip] if skip is not None else []
-                    afters[i] = self.rule(alts) if len(alts) > 1 else alts[0]
-            return afters[i]
+                    afters[(i, a)] = (self.rule(alts) if len(alts) > 1 else alts[0]) if alts else None
+            return afters[(i, a)]
 
-        def rest(i: int) -> str:
+        def rest(i: int, a: frozenset) -> str:
             """As one symbol (or nothing), so that the rules of ``after`` do not copy runs."""
             if i == n:
                 return tail
-            if i not in rests:
-                text, req = members[i]
-                seq = f"{comma} {text} {rest(i + 1)}".strip() if req else f"{comma} {after(i)}"
-                rests[i] = self.rule([seq] if required_from[i] else [seq, ""])
-            return rests[i]
+            if (i, a) not in rests:
+                text, _ = members[i]
+                if must(i, a):
+                    seq = f"{comma} {text} {rest(i + 1, a)}".strip()
+                else:
+                    nxt = after(i, a)
+                    seq = f"{comma} {nxt}" if nxt is not None else None
+                alts = [seq] if seq is not None else []
+                if alive(a, range(i, n)):
+                    alts.append("")  # the object may end here
+                rests[(i, a)] = self.rule(alts) if alts != [""] else ""
+            return rests[(i, a)]
 
         out = []
-        body = after(0)
+        body = after(0, everyone)
         if body is not None:
             out.append(f"{t.punct('LBRACE')} {body} {t.punct('RBRACE')}")
         if allow_empty:
@@ -536,6 +570,10 @@ class _Walker:
                 for j in range(i + 1, len(kinds)):
                     if kinds[i] & kinds[j] and not _disjoint_constants(branches[i][0], branches[j][0]):
                         raise SchemaError(ptr, kw, f"alternatives {i} and {j} may both match an instance; oneOf is only supported when they cannot")
+        if kw == "anyOf" and len(branches) > 1:
+            merged = _required_any_of([b for b, _ in branches])
+            if merged is not None:
+                return self.alternatives(merged, ptr)
         out = []
         for b, p in branches:
             out += self.alternatives(b, p) if b is not True else self.alternatives({}, p)
@@ -599,7 +637,7 @@ class _Walker:
                 out[k] = max(w, v)
             elif k in ("maximum", "maxLength", "maxItems", "exclusiveMaximum", "maxProperties"):
                 out[k] = min(w, v)
-            elif k in ("items", "additionalProperties") and isinstance(w, (dict, bool)) and isinstance(v, (dict, bool)) and k != "additionalProperties":
+            elif k in ("items", "additionalProperties") and isinstance(w, (dict, bool)) and isinstance(v, (dict, bool)):
                 out[k] = self.merge(self.deref(w, ptr), self.deref(v, ptr), ptr)
             elif k == "enum":
                 out[k] = [x for x in w if any(_json_eq(x, y) for y in v)]
@@ -608,10 +646,16 @@ class _Walker:
         for x, y in ((a, b), (b, a)):  # additionalProperties of one side constrains the other's properties
             if x.get("additionalProperties", True) in (True, {}):
                 continue  # (true allows everything: no constraint)
-            if set(y.get("properties", {})) - set(x.get("properties", {})):
-                raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties and other properties cannot be merged exactly")
             if y.get("patternProperties") and not _json_eq(x.get("patternProperties"), y["patternProperties"]):
                 raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties and other patternProperties cannot be merged exactly")
+            only_y = [n for n in y.get("properties", {}) if n not in x.get("properties", {})]
+            if only_y and x.get("patternProperties"):
+                raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties, patternProperties and other properties cannot be merged exactly")
+            if only_y:  # a member only y names is an additional one for x: it takes x's additionalProperties too
+                props = dict(out["properties"])
+                for name in only_y:
+                    props[name] = self.merge(self.deref(props[name], ptr), self.deref(x["additionalProperties"], ptr), ptr)
+                out["properties"] = props
         return out
 
     def resolve(self, ref, ptr: str):
@@ -649,6 +693,17 @@ def _with_length(nodes, lo: int, hi, ptr: str, terms) -> list:
         if rel == "superset":
             return [length]
     return [*nodes, length]  # intersected by the caller
+
+
+def _required_any_of(branches: list):
+    """anyOf alternatives that differ only in ``required`` (and annotations) as one schema whose
+    objects have one of the required sets (read by ``t_object``); None when they differ otherwise."""
+    if not all(isinstance(b, dict) and "enum" not in b and "const" not in b and REQUIRED_ANY_OF not in b for b in branches):
+        return None
+    rest = [{k: v for k, v in b.items() if k != "required" and k not in ANNOTATIONS} for b in branches]
+    if not all(_json_eq(rest[0], r) for r in rest[1:]):
+        return None
+    return {**rest[0], REQUIRED_ANY_OF: [list(b.get("required", [])) for b in branches]}
 
 
 def _escape(name: str) -> str:
