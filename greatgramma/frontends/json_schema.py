@@ -72,6 +72,9 @@ class _Walker:
         self.rules: list[str] = []
         self.memo: dict[int, str] = {}
         self.by_text: dict[str, str] = {}  # a schema's JSON text (keys sorted) -> its rule
+        # declared names with no valid value that other keys would take: each one's literal terminal
+        # tells it apart, and must be in the lexer, which holds only the terminals some rule reaches
+        self.lexed_apart: list[tuple[str, str]] = []
         self.rule_by_body: dict[str, str] = {}  # alternatives -> the rule of self.rule that has them
         self.keep: list = []  # schemas whose id() keys self.memo
         self.depth = 0
@@ -81,7 +84,14 @@ class _Walker:
     def grammar(self) -> str:
         start = self.value(self.root, "#")
         rules, terms = self.terms.finish()
-        return "\n".join([f"start: {start}", *filter(None, self.rules), *rules, *terms]) + "\n"
+        rules = [f"start: {start}", *filter(None, self.rules), *rules]
+        if self.lexed_apart:
+            used = _reachable(rules)
+            for ptr, literal in self.lexed_apart:
+                if literal not in used:
+                    raise SchemaError(ptr, "", "no value is valid for this property, and its name would pass for another key "
+                                      "(additionalProperties or patternProperties) unless some string value could be it; not supported")
+        return "\n".join([*rules, *terms]) + "\n"
 
     def rule(self, alts: list[str]) -> str:
         body = " | ".join(alts)
@@ -348,8 +358,7 @@ class _Walker:
             # where a rule uses it; one that no rule uses is dropped, and the name would pass for another key.
             matched = [m for m in patterns if m[0].fullmatch(name)]
             if (max(matched, key=lambda m: m[4])[0] if matched else None) in taken:
-                raise SchemaError(f"{ptr}/properties", _escape(name), "no value is valid for this property while "
-                                  "additionalProperties or patternProperties allow other keys like it; not supported")
+                self.lexed_apart.append((f"{ptr}/properties/{_escape(name)}", t.literal(name)))
         addl = (extras[0] if len(extras) == 1 else self.rule(extras)) if extras else None
         branches = [frozenset(index[n] for n in r) for r in branch_required]
         n_req = min(len(b) for b in branches)
@@ -693,6 +702,24 @@ def _with_length(nodes, lo: int, hi, ptr: str, terms) -> list:
         if rel == "superset":
             return [length]
     return [*nodes, length]  # intersected by the caller
+
+
+def _reachable(rules: list[str]) -> set[str]:
+    """The symbols the rules reach from the first one (``name: body`` lines)."""
+    import re
+
+    body = {}
+    for line in rules:
+        name, _, text = line.partition(":")
+        body[name.strip()] = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", re.sub(r'"[^"]*"', "", text)))
+    first = rules[0].partition(":")[0].strip()
+    seen, stack = {first}, [first]
+    while stack:
+        for sym in body.get(stack.pop(), ()):
+            if sym not in seen:
+                seen.add(sym)
+                stack.append(sym)
+    return seen
 
 
 def _required_any_of(branches: list):
