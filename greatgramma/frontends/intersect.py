@@ -354,7 +354,24 @@ def signature(nodes: list[Node]):
     return tuple((accepting[s], tuple((lo, hi, order[j]) for lo, hi, j in rows[s])) for s in queue)
 
 
-def is_covered(node: Node, others: list[Node]) -> bool | None:
-    """Whether every string of ``node`` is in some of ``others`` (None: too large to tell)."""
-    got = dfa([node], minus=others)
-    return None if got is None else 0 not in got[2]
+def is_covered(node: Node, others: list[Node], max_states: int = 20 * MAX_STATES) -> bool | None:
+    """Whether every string of ``node`` is in some of ``others`` (None: too large to tell): a
+    breadth-first search for a string of node outside them, which stops at the first."""
+    cuts: set = {0, 0x110000}
+    for n in [node, *others]:
+        _boundaries(n, cuts)
+    cuts = sorted(c for c in cuts if 0 <= c <= 0x110000)
+    reps = cuts[:-1]  # one code point per class
+    start = _and([_term(node), ("not", _or([_term(n) for n in others]))])
+    seen, queue, memo = {start}, [start], {}
+    for t in queue:
+        if _nullable(t):
+            return False
+        for c in reps:
+            d = _deriv(t, c, memo)
+            if d != NONE and d not in seen:
+                if len(seen) >= max_states:
+                    return None
+                seen.add(d)
+                queue.append(d)
+    return True

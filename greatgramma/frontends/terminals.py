@@ -31,6 +31,7 @@ STRING_RE = r'"(?:[^"\\\x00-\x1f]|\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f
 FRACTION_RE = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)"
 WS = "[ \\t\\n\\r]"
 MAX_STRING_TERMINALS = 64  # constrained-string terminals, intersections included
+_PROBES = ("", "a", " ", "\n", "\x00", "\u00e9", "-", "ab")  # strings any language of every string holds (a quick test first)
 ANY_VALUE = rx.raw_regex(("rep", rx.ANY_CHAR, 0, None))  # every string value
 
 
@@ -80,7 +81,8 @@ class Terminals:
         regex = rx.json_string_regex(node)
         name = self.languages.get(regex)
         if name is None:
-            if regex in self.everything or relation(rx.raw_regex(node), ANY_VALUE) == "equal":
+            raw = rx.raw_regex(node)
+            if regex in self.everything or (all(re.fullmatch(raw, w) for w in _PROBES) and relation(raw, ANY_VALUE) == "equal"):
                 self.everything.add(regex)
                 return None
             name = self.languages[regex] = f"S{len(self.languages)}"
@@ -255,9 +257,11 @@ class Terminals:
         for name, node in self.nodes.items():
             if name not in self.inside:
                 continue
-            others = [self.nodes[n] for n in self.inside[name]] + [
-                ln for ln, t in zip(literal_nodes, [t for t in self.literals if t.startswith('"')])
-                if re.fullmatch(self._regex_of(name), t)]
+            inner = [self.nodes[n] for n in self.inside[name]]
+            if not inner and _infinite(node):
+                continue  # finitely many literals cannot cover it
+            others = inner + [ln for ln, t in zip(literal_nodes, [t for t in self.literals if t.startswith('"')])
+                              if re.fullmatch(self._regex_of(name), t)]
             if others and is_covered(node, others):
                 out.add(name)
         return out
@@ -269,12 +273,16 @@ class Terminals:
 
         rel: dict = {}
         names = list(self.languages.values())
-        sig_of = {n: signature([self.nodes[n]]) for n in names}
-        signatures = set(sig_of.values()) - {None}
+        sig_of: dict = {}
+
+        def sig(n):
+            if n not in sig_of:
+                sig_of[n] = signature([self.nodes[n]])
+            return sig_of[n]
 
         def relate(a, b):
             if (a, b) not in rel:
-                sa, sb = sig_of[a], sig_of[b]
+                sa, sb = sig(a), sig(b)
                 sab = None if sa is None or sb is None else signature([self.nodes[a], self.nodes[b]])
                 if sab is None:
                     r = relation(self.values[a], self.values[b])
@@ -296,11 +304,11 @@ class Terminals:
                     raise SchemaError(self.pointers[b], "", f"its strings overlap those required at {self.pointers[a]} "
                                       "without either containing the other, and the terminal for the strings both take "
                                       "is too large to build")
-                sig = signature([node])
-                if sig in signatures or (sig is None and any(relation(rx.raw_regex(node), self.values[c]) == "equal" for c in names)):
+                s_new = signature([node])
+                if (s_new is not None and any(sig(c) == s_new for c in names)) or (
+                        s_new is None and any(relation(rx.raw_regex(node), self.values[c]) == "equal" for c in names)):
                     continue  # the intersection is a terminal already
-                signatures.add(sig)
-                sig_of[f"S{len(self.languages)}"] = sig
+                sig_of[f"S{len(self.languages)}"] = s_new
                 regex = rx.json_string_regex(node)
                 name = self.languages[regex] = f"S{len(self.languages)}"
                 self.pointers[name] = f"{self.pointers[a]} & {self.pointers[b]}"
@@ -361,6 +369,31 @@ class Terminals:
         if isinstance(self.whitespace, int) and not isinstance(self.whitespace, bool):
             return self.punct("EMPTY_OBJ" if kind == "object" else "EMPTY_ARR")
         return f"{self.punct('LBRACE')} {self.punct('RBRACE')}" if kind == "object" else f"{self.punct('LSQB')} {self.punct('RSQB')}"
+
+
+def _infinite(node) -> bool:
+    """Whether the node's language is infinite."""
+    kind = node[0]
+    if kind == "chars":
+        return False
+    if kind == "seq":
+        return not any(rx.is_empty_language(n) for n in node[1]) and any(_infinite(n) for n in node[1])
+    if kind == "alt":
+        return any(_infinite(n) for n in node[1] if not rx.is_empty_language(n))
+    _, body, lo, hi = node
+    if hi == 0 or rx.is_empty_language(body):
+        return False
+    return _infinite(body) or (hi is None and not _only_empty(body))
+
+
+def _only_empty(node) -> bool:
+    """Whether the node's language holds no string but the empty one (given it is not empty)."""
+    kind = node[0]
+    if kind == "chars":
+        return False
+    if kind in ("seq", "alt"):
+        return all(_only_empty(n) or (kind == "alt" and rx.is_empty_language(n)) for n in node[1])
+    return node[3] == 0 or _only_empty(node[1])
 
 
 def _piece_within(a, b, lo, hi) -> bool:
