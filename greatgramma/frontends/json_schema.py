@@ -75,7 +75,8 @@ class _Walker:
         # declared names with no valid value that other keys would take: each one's literal terminal
         # tells it apart, and must be in the lexer, which holds only the terminals some rule reaches
         self.lexed_apart: list[tuple[str, str]] = []
-        self.rule_by_body: dict[str, str] = {}  # alternatives -> the rule of self.rule that has them
+        self.rule_by_body: dict[str, str] = {}
+        self.validator = None  # jsonschema's, for listed_constants  # alternatives -> the rule of self.rule that has them
         self.keep: list = []  # schemas whose id() keys self.memo
         self.depth = 0
         draft = root.get("$schema", "") if isinstance(root, dict) else ""
@@ -145,6 +146,9 @@ class _Walker:
             return []
         if not isinstance(schema, dict):
             raise SchemaError(ptr, "", f"a schema is an object or a boolean, not {type(schema).__name__}")
+        values = self.listed_constants(schema, ptr)
+        if values is not None:  # a finite language: the listed values the whole schema takes
+            return self.constants({"enum": values}, ptr) if values else []
         for kw in schema:
             if kw in REFUSED:
                 raise SchemaError(ptr, kw, f"`{kw}` cannot be compiled into an exact grammar; it is not supported")
@@ -165,6 +169,39 @@ class _Walker:
         if "const" in schema or "enum" in schema:
             return self.constants(schema, ptr)
         return self.by_type(schema, ptr)
+
+    def listed_constants(self, schema: dict, ptr: str):
+        """Where ``enum``/``const`` (of the schema or of an ``allOf`` member) list every value the
+        schema could take and other keywords constrain them (``not``, ``if``, ``oneOf``, ...): the
+        listed values that Python's ``jsonschema`` (the standard's reference, formats asserted)
+        finds valid against the whole schema. None where that does not apply, or ``jsonschema``
+        is not installed (the keywords are then read, or refused, one by one)."""
+        lists = [schema] + [self.deref(m, ptr) for m in schema.get("allOf", []) if isinstance(m, (dict, bool))]
+        found = [_constants(m) for m in lists if isinstance(m, dict) and _constants(m) is not None]
+        if not found or not isinstance(found[0], list):
+            return None
+        if set(schema) - ANNOTATIONS <= {"enum", "const", "type"}:
+            return None  # read directly (constants)
+        try:
+            import jsonschema
+        except ImportError:
+            return None
+        if self.validator is None:
+            try:
+                cls = jsonschema.validators.validator_for(self.root, default=jsonschema.Draft202012Validator)
+                self.validator = cls(self.root, format_checker=cls.FORMAT_CHECKER)
+            except Exception as exc:  # noqa: BLE001 (a schema jsonschema cannot read)
+                raise SchemaError(ptr, "enum", f"the listed values cannot be checked against the schema ({exc})") from None
+        try:
+            check = self.validator.evolve(schema=schema)
+            kept = [v for v in found[0] if check.is_valid(v)]
+        except Exception as exc:  # noqa: BLE001
+            raise SchemaError(ptr, "enum", f"the listed values cannot be checked against the schema ({exc})") from None
+        unique = []
+        for v in kept:
+            if not any(_json_eq(v, u) for u in unique):
+                unique.append(v)
+        return unique
 
     def by_type(self, schema: dict, ptr: str) -> list[str]:
         types = schema.get("type", list(TYPES))
