@@ -15,9 +15,10 @@ not looked up.
 
 Modes: ``serial`` (``gg.fill_next_token_bitmasks``), ``workers`` (the same with
 ``workers=MaskWorkers(processes)`` filling every batch through its workers, ``min_batch=1,
-min_seconds=0``: the caller computes a share of the rows, the workers the rest, so the ratio
-shows what the processes cost and give), ``default`` (the same pool with its default settings,
-which keep small or cheap batches in the caller: what a user gets), ``threads`` (a thread pool of
+min_seconds=0``: the caller and the workers take the rows as they come free, so the ratio
+shows what the processes cost and give), ``default`` (a pool of its own with the default
+settings, which keep small or cheap batches in the caller: what a user gets; each pool mode has
+its own pool, so no mode finds another's masks cached in a worker), ``threads`` (a thread pool of
 ``processes + 1`` threads, to show what the GIL does).
 
     python -m eval.batch_scaling                           # go and json at llama3, B = 1..128
@@ -136,32 +137,28 @@ def walk(masker, texts: list[list[int]], steps: int, fill) -> list[float]:
 def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: int, warmup: int, processes: int, modes, cold: bool) -> dict:
     import greatgramma as gg
     from greatgramma.serving import MaskWorkers
-    from greatgramma.serving.mask_workers import MIN_BATCH, MIN_SECONDS
 
     compiled, walks, compile_s = setup(grammar, tokenizer, max(max(batches), warmup), steps)
     maskers = {mode: gg.Masker(compiled) for mode in MODES}  # each mode's caller caches only what it met
     rng = random.Random(7)
     cells = []
-    with MaskWorkers(processes, min_batch=1, min_seconds=0.0) as pool, ThreadPoolExecutor(processes + 1) as threads:
+    # each pool mode has its own pool, as it has its own caller masker: a mode never finds in a
+    # worker's caches what another mode's walk of the same texts left there
+    with MaskWorkers(processes, min_batch=1, min_seconds=0.0) as pool, MaskWorkers(processes) as default_pool, \
+            ThreadPoolExecutor(processes + 1) as threads:  # fmt: skip
 
         def fill_threads(matchers, bitmask):
             for i, words in enumerate(threads.map(lambda m: m.next_token_mask(), matchers)):
                 bitmask[i] = words
 
-        def fill_default(matchers, bitmask):
-            pool.min_batch, pool.min_seconds = MIN_BATCH, MIN_SECONDS
-            try:
-                gg.fill_next_token_bitmasks(matchers, bitmask, workers=pool)
-            finally:
-                pool.min_batch, pool.min_seconds = 1, 0.0
-
         fills = {
             "serial": gg.fill_next_token_bitmasks,
             "workers": lambda matchers, bitmask: gg.fill_next_token_bitmasks(matchers, bitmask, workers=pool),
-            "default": fill_default,
+            "default": lambda matchers, bitmask: gg.fill_next_token_bitmasks(matchers, bitmask, workers=default_pool),
             "threads": fill_threads,
         }
         pool.wait()
+        default_pool.wait()
         for mode in modes:  # warm every process's tables and caches (untimed), each mode on the same texts
             walk(maskers[mode], windows(walks, warmup, 2 * steps, random.Random(3)), 2 * steps, fills[mode])
         for b in batches:
@@ -172,6 +169,7 @@ def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: 
                     if cold:  # every process starts the run with empty mask caches (the grammar's tables stay)
                         maskers[mode] = gg.Masker(compiled)
                         pool.clear_caches()
+                        default_pool.clear_caches()
                     times = walk(maskers[mode], texts, steps, fills[mode])
                     cell.setdefault(mode, []).append(statistics.mean(times) * 1e3)
             for mode in modes:

@@ -5,9 +5,11 @@ Decoding threads stand in for an engine's running requests: each walks a JSON pr
 with its own Matcher (one shared compiled grammar), computes the mask, sleeps ``--forward-ms``
 for the model's forward pass (which releases the GIL, as a GPU forward pass does), and accepts
 the token; the gap between two of a thread's tokens is one inter-token latency. Meanwhile
-``--grammars`` new grammars (the benchmark's JSON, Go and Java grammars, each made distinct by a
-comment) are requested through a GrammarCache, and as each arrives a new sequence starts decoding
-a program of its language with it: its first masks fill the tables a lazily compiled grammar
+``--grammars`` new grammars (``--requests grammars``: the benchmark's JSON, Go and Java grammars,
+each made distinct by a comment; ``--requests schemas``: seeded JSON Schemas of objects with 4-12
+typed members, enums, arrays and nested objects, each with an instance of its own) are requested
+through a GrammarCache, and as each arrives a new sequence starts decoding a program of its
+language (an instance of its schema) with it: its first masks fill the tables a lazily compiled grammar
 left for first use, in this process. Reported: p50/p99/max of the gaps from the first request
 until every new sequence has made ``--new-tokens`` tokens, and the seconds until all compiled.
 Modes ``WORKERS:lazy|eager``: compile on a thread (0) or in N processes, with the token tables
@@ -16,6 +18,7 @@ process the artifact then carries them).
 
     python -m eval.compile_stall                    # the four modes, writes eval/out/
     python -m eval.compile_stall --update-results   # rewrites eval/compile_stall.json and .md
+    python -m eval.compile_stall --requests schemas --update-results   # eval/compile_stall_schemas.{json,md}
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import threading
 import time
 
@@ -31,7 +35,28 @@ import numpy as np
 
 from eval.paths import ROOT, bench_grammar, markdown_table, programs, tokenizer_file, write_results
 
-RESULTS = ROOT / "eval" / "compile_stall.json"
+RESULTS = {"grammars": ROOT / "eval" / "compile_stall.json", "schemas": ROOT / "eval" / "compile_stall_schemas.json"}
+WORDS = ["id", "name", "email", "price", "count", "tags", "active", "owner", "created", "score", "kind", "notes", "size"]
+
+
+def schema_request(rng: random.Random, depth: int = 0) -> tuple[dict, object]:
+    """A JSON Schema of an object with typed members, and an instance of it (every member present)."""
+    props, value = {}, {}
+    for name in rng.sample(WORDS, rng.randint(4, 8 if depth else 12)):
+        kind = rng.choice(["string", "integer", "number", "boolean", "enum", "array"] + (["object"] if depth < 1 else []))
+        if kind == "enum":
+            options = rng.sample(["red", "green", "blue", "small", "large", "open", "closed"], 3)
+            props[name], value[name] = {"enum": options}, rng.choice(options)
+        elif kind == "array":
+            props[name] = {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 4}
+            value[name] = [rng.choice(WORDS) for _ in range(rng.randint(0, 4))]
+        elif kind == "object":
+            props[name], value[name] = schema_request(rng, depth + 1)
+        else:
+            props[name] = {"type": kind}
+            value[name] = {"string": "x" * rng.randint(1, 9), "integer": rng.randint(-99, 999),
+                           "number": round(rng.uniform(-9, 9), 2), "boolean": rng.random() < 0.5}[kind]  # fmt: skip
+    return {"type": "object", "properties": props, "required": sorted(props)}, value
 
 
 def decode_loop(compiled, ids: list[int], stop: threading.Event, gaps: list, forward_s: float, limit: int = 0) -> None:
@@ -55,7 +80,7 @@ def decode_loop(compiled, ids: list[int], stop: threading.Event, gaps: list, for
         last = now
 
 
-def run(mode: str, n_grammars: int, n_seqs: int, forward_ms: float, seed: int, new_tokens: int) -> dict:
+def run(mode: str, n_grammars: int, n_seqs: int, forward_ms: float, seed: int, new_tokens: int, requests: str) -> dict:
     import greatgramma as gg
     from greatgramma.serving import GrammarCache
     from greatgramma.tokenize import encode_exact, load_tokenizer
@@ -70,8 +95,14 @@ def run(mode: str, n_grammars: int, n_seqs: int, forward_ms: float, seed: int, n
     running = gg.compile(gg.Grammar.from_file(ROOT / "grammars" / "json.lark"), vocab, eager=True)
     ids = walks["json"]
     decode_loop(running, ids, threading.Event(), [], 0, len(ids))  # running sequences are past their first walk
-    sources = [bench_grammar(name).read_text(encoding="utf-8") for name in langs]
-    new = [sources[k % 3] + f"\n// request {seed}-{k}\n" for k in range(n_grammars)]
+    if requests == "schemas":  # a new schema per request (seeded per mode, so no two modes share one)
+        made = [schema_request(random.Random(f"{seed}-{k}")) for k in range(n_grammars)]
+        new = [gg.Grammar.from_json_schema(schema) for schema, _ in made]
+        new_walks = [encode_exact(hf, json.dumps(value), vocab.token_bytes) for _, value in made]
+    else:
+        sources = [bench_grammar(name).read_text(encoding="utf-8") for name in langs]
+        new = [sources[k % 3] + f"\n// request {seed}-{k}\n" for k in range(n_grammars)]
+        new_walks = [walks[langs[k % 3]] for k in range(n_grammars)]
     options = {"eager": fill == "eager"}
 
     with GrammarCache(vocab, workers=mode_workers, max_entries=n_grammars, compile_options=options) as cache:
@@ -93,7 +124,7 @@ def run(mode: str, n_grammars: int, n_seqs: int, forward_ms: float, seed: int, n
             compiled = f.result(timeout=600)
             gaps.append([])
             started.append(threading.Thread(
-                target=decode_loop, args=(compiled, walks[langs[k % 3]], stop, gaps[-1], forward_ms / 1000, new_tokens)
+                target=decode_loop, args=(compiled, new_walks[k], stop, gaps[-1], forward_ms / 1000, new_tokens)
             ))
             started[-1].start()
         t1 = time.perf_counter()
@@ -107,6 +138,7 @@ def run(mode: str, n_grammars: int, n_seqs: int, forward_ms: float, seed: int, n
     before = np.array([g for seq in gaps for (at, g) in seq if at < t0]) * 1000
     return {
         "compile_in": (f"{mode_workers} worker processes" if mode_workers else "a thread of this process") + f", {fill}",
+        "requests": requests,
         "workers": mode_workers,
         "tables": fill,
         "new_tokens": new_tokens,
@@ -140,17 +172,19 @@ def main() -> None:
     ap.add_argument("--modes", nargs="+", default=["0:lazy", "0:eager", "2:lazy", "2:eager"],
                     help="WORKERS:lazy|eager (0 workers: compile on a thread)")
     ap.add_argument("--new-tokens", type=int, default=100, help="tokens each new request decodes")
-    ap.add_argument("--grammars", type=int, default=10)
+    ap.add_argument("--grammars", type=int, default=10, help="new requests, each with a grammar of its own")
+    ap.add_argument("--requests", choices=["grammars", "schemas"], default="grammars",
+                    help="the new requests' grammars: JSON/Go/Java grammar texts, or JSON Schemas")
     ap.add_argument("--sequences", type=int, default=4)
     ap.add_argument("--forward-ms", type=float, default=10.0)
-    ap.add_argument("--update-results", action="store_true", help=f"write {RESULTS.name} and .md in eval/ (else eval/out/)")
+    ap.add_argument("--update-results", action="store_true", help="write compile_stall.json (compile_stall_schemas.json) and .md in eval/ (else eval/out/)")
     args = ap.parse_args()
     cells = []
     for seed, mode in enumerate(args.modes):
-        cells.append(run(mode, args.grammars, args.sequences, args.forward_ms, seed, args.new_tokens))
+        cells.append(run(mode, args.grammars, args.sequences, args.forward_ms, seed, args.new_tokens, args.requests))
         print(json.dumps(cells[-1]), flush=True)
     out = {"machine": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(), "cells": cells}
-    write_results(RESULTS, args.update_results, out, markdown(cells))
+    write_results(RESULTS[args.requests], args.update_results, out, markdown(cells))
     print(markdown(cells))
 
 

@@ -550,7 +550,9 @@ def lalr_conflicts(
     each kind in the order of the states' shortest paths from the start. ``lark_obj``: the
     grammar as Lark built it, whose kept analysis is read instead of analysing again.
     """
-    lalr = lark_adapter.lalr_states(parts.rules, start, lark_obj)
+    lalr = lark_adapter.lalr_states(parts.rules, start, lark_obj, conflicts_only=True)
+    if lalr is None:  # our tables saw no conflict
+        return []
     paths = _paths_to_states(lalr)
 
     def prefix_of(state: int) -> str:

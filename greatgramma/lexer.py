@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from .cache import BoundedCache
 from .errors import GrammarError, ResourceLimitError, UnsupportedRegexError
 from .codes import DEAD
 from .postlexer import Postlexer
@@ -145,13 +147,14 @@ def _edge_masks(nfa: ByteNFA) -> set[int]:
     return masks
 
 
-def _byte_classes(nfas: list[ByteNFA], alone: set[int] = frozenset()) -> tuple[np.ndarray, list[int]]:
-    """Partition 0..255 so that every NFA edge accepts whole classes and every lookahead byte and
-    byte in ``alone`` (those of string literals) is alone: bytes that every edge mask takes or
-    leaves alike; classes numbered by their smallest byte."""
-    masks = set().union(*map(_edge_masks, nfas))
-    masks |= {1 << b for nfa in nfas for g in nfa.guards for b in g}
-    masks |= {1 << b for b in alone}
+def _nfa_masks(nfa: ByteNFA) -> frozenset[int]:
+    """The byte masks a partition must respect for ``nfa``: its edges' and each lookahead byte alone."""
+    return frozenset(_edge_masks(nfa) | {1 << b for g in nfa.guards for b in g})
+
+
+def _byte_classes(masks: set[int]) -> tuple[np.ndarray, list[int]]:
+    """Partition 0..255 so that every mask takes whole classes (bytes that every mask takes or
+    leaves alike); classes numbered by their smallest byte."""
     if not masks:
         return np.zeros(256, dtype=np.int32), [(1 << 256) - 1]
     raw = b"".join(m.to_bytes(32, "little") for m in masks)
@@ -162,6 +165,37 @@ def _byte_classes(nfas: list[ByteNFA], alone: set[int] = frozenset()) -> tuple[n
     class_of_byte = rank[labels.reshape(-1)].astype(np.int32)
     parts = [int.from_bytes(np.packbits(class_of_byte == c, bitorder="little").tobytes(), "little") for c in range(len(first))]
     return class_of_byte, parts
+
+
+class _RegexDFA(NamedTuple):
+    """A regex terminal's DFA over its own byte classes (``_terminal_dfa``), and the masks a
+    grammar's classes must respect for it: the same for every grammar the pattern is in."""
+
+    masks: frozenset[int]
+    class_of_byte: np.ndarray  # (256,) its own class of each byte
+    trans: np.ndarray  # (states, own classes)
+    accepting: list[bool]
+    before: list[np.ndarray | None]
+    nonempty: bool
+
+
+# pattern -> its DFA, shared by every grammar built in the process (schemas repeat their string,
+# number and whitespace terminals); successes only: errors name the terminal they were met in
+_REGEX_DFAS = BoundedCache(64 << 20, 4096)
+
+
+def _regex_dfa(t: TerminalSpec, max_states: int) -> _RegexDFA:
+    key = (t.pattern, max_states)
+    got = _REGEX_DFAS.get(key)
+    if got is None:
+        nfa = compile_regex(t.name, t.pattern)
+        masks = _nfa_masks(nfa)
+        class_of_byte, parts = _byte_classes(masks)
+        trans, accepting, before, nonempty = _terminal_dfa(nfa, parts, max_states, t.name)
+        table = np.array(trans, dtype=np.int32).reshape(len(trans), len(parts))
+        got = _RegexDFA(masks, class_of_byte, table, accepting, before, nonempty)
+        _REGEX_DFAS.put(key, got, table.nbytes + 4096 + 8 * len(masks))
+    return got
 
 
 Thread = tuple[int, frozenset]  # (NFA state, pending lookahead guards as (guard, bytes matched))
@@ -500,15 +534,20 @@ def build_lexer(
     Past ``deadline`` (``time.perf_counter()``) it stops with a ResourceLimitError.
     """
     literals = [literal_bytes(t.pattern) if t.is_string else None for t in terminals]
-    nfas = [compile_regex(t.name, t.pattern) if lit is None else None for t, lit in zip(terminals, literals)]
-    class_of_byte, parts = _byte_classes([n for n in nfas if n is not None], {b for lit in literals if lit for b in lit})
+    regexes = []
+    for t, lit in zip(terminals, literals):
+        if lit is None:
+            _check_deadline(deadline, f"the DFA of terminal {t.display}")
+        regexes.append(_regex_dfa(t, max_states) if lit is None else None)
+    alone = {1 << b for lit in literals if lit for b in lit}  # a string literal's bytes each make a class
+    class_of_byte, parts = _byte_classes(alone.union(*(r.masks for r in regexes if r is not None)))
+    reps = np.array([(p & -p).bit_length() - 1 for p in parts])
     per_term = []
-    for t, nfa, lit in zip(terminals, nfas, literals):
-        _check_deadline(deadline, f"the DFA of terminal {t.display}")
+    for t, regex, lit in zip(terminals, regexes, literals):
         if lit is not None:  # a chain of states, one per byte (what the subset construction would give)
             trans, accepting, before, nonempty = _literal_dfa(lit, class_of_byte, len(parts))
-        else:
-            trans, accepting, before, nonempty = _terminal_dfa(nfa, parts, max_states, t.name)
+        else:  # the grammar's classes refine the terminal's own: each class reads its own class's column
+            trans, accepting, before, nonempty = regex.trans[:, regex.class_of_byte[reps]].tolist(), *regex[3:]
         if accepting[0]:
             raise GrammarError(f"terminal {t.display} matches the empty string; give it at least one character")
         if not nonempty:
@@ -517,7 +556,9 @@ def build_lexer(
     rank = sorted(range(len(terminals)), key=lambda i: terminals[i].tie_key())
     rank_of = {term: r for r, term in enumerate(rank)}
 
-    # product construction over sparse tuples of live (terminal, state) components
+    # product construction over sparse tuples of live (terminal, state) components; each
+    # component's live moves listed once, so a state costs its live moves, not classes x components
+    moves = [[[(c, n) for c, n in enumerate(row) if n != DEAD] for row in trans] for trans, _, _ in per_term]
     start = tuple((i, 0) for i in range(len(terminals)))
     index = {start: 0}
     tuples = [start]
@@ -537,11 +578,17 @@ def build_lexer(
             before = per_term[t][2][dict(tup)[t]]
             nxt_row[before if before is not None else slice(None)] = t
         accept_next.append(nxt_row)
+        targets: dict[int, list[tuple[int, int]]] = {}
+        for t, s in tup:  # components in terminal order, so each target tuple is too
+            for c, n in moves[t][s]:
+                got = targets.get(c)
+                if got is None:
+                    targets[c] = [(t, n)]
+                else:
+                    got.append((t, n))
         row = [DEAD] * nclass
-        for c in range(nclass):
-            nxt = tuple((t, n) for t, s in tup if (n := per_term[t][0][s][c]) != DEAD)
-            if not nxt:
-                continue
+        for c in sorted(targets):  # new states numbered in class order
+            nxt = tuple(targets[c])
             j = index.get(nxt)
             if j is None:
                 if len(tuples) >= max_states:

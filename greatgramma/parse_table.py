@@ -1,4 +1,4 @@
-"""Lark's LALR(1) table in integer form (preprocessing output; :mod:`parser` runs it)."""
+"""The LALR(1) table (:mod:`greatgramma.lalr`, the same as Lark's) in integer form (preprocessing output; :mod:`parser` runs it)."""
 
 from __future__ import annotations
 

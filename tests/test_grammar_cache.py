@@ -3,6 +3,7 @@ processes, compile timeouts and cancellation, and errors for bad input."""
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 from concurrent.futures import CancelledError
@@ -55,6 +56,16 @@ def test_threads_share_one_compile(vocab) -> None:
         assert len(got) == 1 and cache.stats["compiled"] == 1 and cache.stats["misses"] == 1
         assert cache.get(gg.Grammar(CALC)) is futures[0].result()  # a Grammar has the same key as its text
         assert CALC in cache and len(cache) == 1
+
+
+def test_a_grammar_given_is_compiled_as_it_is(vocab) -> None:
+    """Lark ran when the Grammar was made: a thread compile uses it; a worker gets the text only."""
+    grammar = gg.Grammar(CALC, source="calc.lark")
+    with GrammarCache(vocab) as cache:
+        assert cache.get(grammar).grammar is grammar
+    spec = GrammarSpec.of(grammar)
+    sent = pickle.loads(pickle.dumps(spec))
+    assert sent == spec and sent.built is None and sent.grammar() is not grammar and sent.grammar().text == CALC
 
 
 def test_key_covers_grammar_vocab_and_options(vocab) -> None:

@@ -58,14 +58,18 @@ for peer in "${peers[@]}"; do
   echo "   ok"
 done
 
-# versions.json: for every venv that exists, the python and the installed packages of interest.
+# versions.json: for every venv that exists, the python and the installed packages of interest;
+# the entries of peers whose venv is not on this machine are kept as they were (each with its date).
 "$PY" - "$VENVS" "$HERE/versions.json" <<'PYEOF'
 import json, subprocess, sys, time
 from pathlib import Path
 venvs, out = Path(sys.argv[1]), Path(sys.argv[2])
 keep = {"syncode", "llguidance", "xgrammar", "outlines", "outlines-core", "outlines_core", "torch", "transformers",
         "tokenizers", "lark", "numpy", "interegular", "regex", "pydantic"}
+old = json.loads(out.read_text()) if out.exists() else {"venvs": {}}
 res = {"date": time.strftime("%Y-%m-%d"), "venvs": {}}
+for name, entry in old.get("venvs", {}).items():  # kept unless measured again below
+    res["venvs"][name] = {"date": entry.get("date", old.get("date")), **{k: v for k, v in entry.items() if k != "date"}}
 for peer in ("syncode", "llguidance", "xgrammar", "outlines"):
     py = venvs / peer / "bin" / "python"
     if not py.exists():
@@ -73,7 +77,7 @@ for peer in ("syncode", "llguidance", "xgrammar", "outlines"):
     pyv = subprocess.run([str(py), "-c", "import platform; print(platform.python_version())"], capture_output=True, text=True).stdout.strip()
     lst = subprocess.run([str(py), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"], capture_output=True, text=True).stdout
     pk = {p["name"].lower(): p["version"] for p in json.loads(lst or "[]")}
-    res["venvs"][peer] = {"python": pyv, "packages": {k: v for k, v in sorted(pk.items()) if k in keep},
+    res["venvs"][peer] = {"date": res["date"], "python": pyv, "packages": {k: v for k, v in sorted(pk.items()) if k in keep},
                           "cuda_packages": sorted(k for k in pk if k.startswith("nvidia-"))}
 out.write_text(json.dumps(res, indent=2) + "\n")
 print(f"wrote {out}")

@@ -15,7 +15,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..compiled import compile as compile_grammar
@@ -43,6 +43,9 @@ class GrammarSpec:
     strict: bool = False
     kind: str = "lark"
     postlexer: Postlexer | None = None  # any other postlexer (gg.Semicolons)
+    # the Grammar it was made from, if any: compiled on a thread of this process, it is used as it
+    # is (Lark ran when it was made); never pickled, so a worker process runs Lark on the text
+    built: Grammar | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, grammar: Grammar | str | GrammarSpec, **options: Any) -> GrammarSpec:
@@ -53,13 +56,20 @@ class GrammarSpec:
             if options:
                 raise TypeError(f"grammar options {sorted(options)} are given twice: the Grammar already has them")
             other = None if grammar.indenter is not None else grammar.postlexer
-            return cls(grammar.text, grammar.start, grammar.indenter, grammar.source, grammar.strict, postlexer=other)
+            return cls(
+                grammar.text, grammar.start, grammar.indenter, grammar.source, grammar.strict, postlexer=other, built=grammar
+            )  # fmt: skip
         if isinstance(grammar, str):
             return cls(grammar, **options)
         raise TypeError(f"a grammar is a gg.Grammar, Lark text (str) or a GrammarSpec, got {type(grammar).__name__}")
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "built": None}
+
     def grammar(self) -> Grammar:
-        """The checked Grammar (runs Lark: seconds for large grammars)."""
+        """The checked Grammar (runs Lark, seconds for large grammars, unless made from one)."""
+        if self.built is not None:
+            return self.built
         if self.kind != "lark":
             raise GreatGrammaError(f"no front end for grammar kind {self.kind!r}")
         return Grammar(

@@ -6,8 +6,10 @@ worker holds its own copy of every compiled grammar it is given (the artifact, s
 grammar and loaded with the worker's copy of the vocabulary, so the token trie is built once per
 worker) and its own mask caches. A fill sends each worker the states of its rows (small values:
 a lexer state and the parser stack's states) and the worker writes the masks into a file in
-shared memory that the caller reads; the caller computes a share itself meanwhile. Row ``i``
-always goes to the same process, so the caches a worker warms are the ones its rows need next.
+shared memory that the caller reads; the caller computes rows itself meanwhile. Row ``i`` is
+dealt to the same process every step, so the caches a worker warms are the ones its rows need
+next; each worker's list ends with a part of the caller's rows, and the caller takes jobs from
+the lists' ends while the workers take them from the front, so whoever is free takes the next.
 """
 
 from __future__ import annotations
@@ -98,20 +100,30 @@ class MaskWorkers:
                 write_rows(bitmask, rows, self._masks_here(matchers, rows))  # too little work to pay for a round trip
                 return
             share = 1 + len(self._workers)
-            own = [i for i in rows if i % share == 0 or matchers[i].state.finished]  # type: ignore[union-attr]
-            asked: list[tuple[_Worker, list[int]]] = []
+            finished = [i for i in rows if matchers[i].state.finished]  # type: ignore[union-attr]
+            live = [i for i in rows if not matchers[i].state.finished]  # type: ignore[union-attr]
+            mine = [i for i in live if i % share == 0]  # the caller's rows, dealt among the workers' lists' ends
+            own, asked = finished, []
             try:
                 for k, worker in enumerate(self._workers, start=1):
-                    jobs = [i for i in rows if i % share == k and not matchers[i].state.finished]  # type: ignore[union-attr]
+                    # its own rows first (it takes from the front), then a part of the caller's,
+                    # last first (the caller takes from the end): whoever is free takes the next job
+                    jobs = [i for i in live if i % share == k] + mine[k - 1 :: len(self._workers)][::-1]
                     if jobs and worker.ready() and worker.ask(self, [matchers[i] for i in jobs]):  # type: ignore[misc]
                         asked.append((worker, jobs))
                     else:
                         own += jobs  # the worker is starting or could not be reached: the caller fills its rows
                 done, masks = own, self._masks_here(matchers, own)
-                for worker, jobs in asked:  # then the rows a worker has not begun, from the end of its list
-                    while (j := worker.steal()) is not None:
-                        done.append(jobs[j])
-                        masks += self._masks_here(matchers, [jobs[j]])
+                taking = list(asked)
+                while taking:  # the jobs a worker has not begun, from the end of its list, in turn
+                    for entry in list(taking):
+                        worker, jobs = entry
+                        j = worker.steal()
+                        if j is None:
+                            taking.remove(entry)
+                        else:
+                            done.append(jobs[j])
+                            masks += self._masks_here(matchers, [jobs[j]])
                 failure = None
                 for worker, jobs in asked:
                     try:
