@@ -104,6 +104,14 @@ CASES = {
     "enum-with-if": ({"enum": [{"a": 1}, {"a": -1}, {}], "if": {"required": ["a"]}, "then": {"properties": {"a": {"maximum": 0}}}},
                      [{"a": 1}, {"a": -1}, {}, {"a": -2}]),
     "enum-with-oneOf": ({"enum": ["x", "y", 3], "oneOf": [{"type": "string"}, {"enum": ["y", 3]}]}, ["x", "y", 3, "z"]),
+    "not-type": ({"type": "object", "additionalProperties": {"not": {"type": ["array", "number"]}}},
+                 [{"a": []}, {"a": 1}, {"a": 1.5}, {"a": "x"}, {"a": None}, {"a": {"b": []}}, {}]),
+    "not-true-false": ({"type": "object", "properties": {"a": {"not": True}, "b": {"not": False}}},
+                       [{"a": 1}, {"b": 1}, {"b": [None]}, {"c": 2}]),
+    "not-strings": ({"type": "object", "properties": {
+        "n": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 6, "not": {"enum": ["test", "src", "Upper", "toolong1"]}},
+        "m": {"not": {"const": "x"}}}},
+        [{"n": "test"}, {"n": "tests"}, {"n": "src"}, {"n": "ok"}, {"n": "Upper"}, {"m": "x"}, {"m": "y"}, {"m": 1}, {"m": ["x"]}, {"z": "test"}]),
     "oneOf-types": ({"oneOf": [{"type": "string"}, {"type": "null"}]}, ["a", None, 1]),
     "allOf": ({"allOf": [OBJ, {"required": ["age"]}]}, [{"name": "x", "age": 1}, {"name": "x"}]),
     "pattern": ({"type": "string", "pattern": "^[a-z]+-[0-9]{2,3}$"}, ["ab-12", "ab-1234", "AB-12", "a-123"]),
@@ -314,7 +322,7 @@ def test_string_lengths_count_code_points(s: str) -> None:
 @pytest.mark.parametrize(
     "schema, pointer",
     [
-        ({"not": {}}, "#/not"),
+        ({"not": {"required": ["a"]}}, "#/not"),
         ({"properties": {"a": {"type": "array", "uniqueItems": True}}}, "#/properties/a/uniqueItems"),
         ({"properties": {"a": {"type": "string", "format": "iri"}}}, "#/properties/a/format"),
         ({"type": "string", "pattern": "(?=a)"}, "#/pattern"),
@@ -326,6 +334,8 @@ def test_string_lengths_count_code_points(s: str) -> None:
          "#/properties/a"),  # no valid value, and no rule would keep its literal in the lexer
         ({"$ref": "http://example.com/s.json"}, "#/$ref"),
         ({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}, "#/oneOf"),
+        ({"type": "number", "not": {"type": "integer"}}, "#/not"),
+        ({"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string", "not": {"enum": ["q"]}}}}, "#/properties/a/not"),
         ({"oneOf": [{"required": ["a"], "additionalProperties": False}, {"required": ["b"], "additionalProperties": False}]}, "#/oneOf"),
     ],
 )
@@ -373,7 +383,7 @@ def test_cli_schema2lark(tmp_path, capsys) -> None:
     assert main(["schema2lark", str(path), "--whitespace", "compact"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("start:") and "%ignore" not in text
-    path.write_text('{"not": {}}', encoding="utf-8")
+    path.write_text('{"not": {"minimum": 1}}', encoding="utf-8")
     assert main(["schema2lark", str(path)]) == 2
     assert "#/not" in capsys.readouterr().err
 

@@ -44,6 +44,7 @@ OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
 SKIP_BLOCK = 2  # optional object members one rule may skip at once (see object_rules)
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
+NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
 
@@ -90,8 +91,8 @@ class _Walker:
             used = _reachable(rules)
             for ptr, literal in self.lexed_apart:
                 if literal not in used:
-                    raise SchemaError(ptr, "", "no value is valid for this property, and its name would pass for another key "
-                                      "(additionalProperties or patternProperties) unless some string value could be it; not supported")
+                    raise SchemaError(ptr, "", "this string is excluded (a property no value is valid for, or `not`), and "
+                                      "only a terminal of its own would tell it apart, which no rule here reaches; not supported")
         return "\n".join([*rules, *terms]) + "\n"
 
     def rule(self, alts: list[str]) -> str:
@@ -149,6 +150,12 @@ class _Walker:
         values = self.listed_constants(schema, ptr)
         if values is not None:  # a finite language: the listed values the whole schema takes
             return self.constants({"enum": values}, ptr) if values else []
+        if "not" in schema:
+            positive = self.negation(schema["not"], f"{ptr}/not")
+            if positive is not None:
+                rest = {k: v for k, v in schema.items() if k != "not"}
+                merged = self.merge(rest, positive, ptr)
+                return self.alternatives({} if merged is True else merged, ptr)
         for kw in schema:
             if kw in REFUSED:
                 raise SchemaError(ptr, kw, f"`{kw}` cannot be compiled into an exact grammar; it is not supported")
@@ -169,6 +176,34 @@ class _Walker:
         if "const" in schema or "enum" in schema:
             return self.constants(schema, ptr)
         return self.by_type(schema, ptr)
+
+    def negation(self, schema, ptr: str):
+        """``not`` of a schema as a schema without ``not``, where that is exact: true/false,
+        ``type`` alone (the other types; ``not integer`` is refused: it keeps the non-integral
+        numbers), and ``enum``/``const`` of strings alone (the strings but those; other types
+        unconstrained). None for the rest (refused)."""
+        schema = self.deref(schema, ptr)
+        if schema is True or schema == {}:
+            return False
+        if schema is False:
+            return True
+        if not isinstance(schema, dict):
+            return None
+        keys = set(schema) - ANNOTATIONS
+        if keys == {"type"}:
+            t = schema["type"]
+            t = {t} if isinstance(t, str) else set(t)
+            if not t <= set(TYPES) or ("integer" in t and "number" not in t):
+                return None
+            if "number" in t:
+                t.add("integer")
+            left = [x for x in TYPES if x not in t]
+            return {"type": left} if left else False
+        if keys in ({"enum"}, {"const"}):
+            values = [schema["const"]] if "const" in schema else schema["enum"]
+            if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
+                return {NOT_STRINGS: sorted(set(values))}
+        return None
 
     def listed_constants(self, schema: dict, ptr: str):
         """Where ``enum``/``const`` (of the schema or of an ``allOf`` member) list every value the
@@ -296,7 +331,7 @@ class _Walker:
         if lo or hi is not None:
             nodes = _with_length(nodes, lo, hi, ptr, self.terms)
         if not nodes:
-            return self.terms.strings()
+            return self.string_rule(schema, None, None, ptr)
         node = nodes[0]
         if len(nodes) > 1:  # format and pattern (and a length bound): the strings all of them take
             from .intersect import intersect
@@ -306,7 +341,20 @@ class _Walker:
                 raise SchemaError(ptr, "pattern", "the language of the pattern together with the format and lengths is too large to build")
         if rx.is_empty_language(node):
             return None  # no string is valid: no alternative
-        return self.terms.strings(self.terms.string_language(node, ptr))
+        return self.string_rule(schema, self.terms.string_language(node, ptr), node, ptr)
+
+    def string_rule(self, schema, language, node, ptr: str) -> str:
+        """The strings of the language but those ``not`` excludes (see negation): each excluded
+        one is a literal terminal (lexed apart, which needs some rule to reach it)."""
+        import re
+
+        excluded = schema.get(NOT_STRINGS, [])
+        if node is not None:
+            raw = re.compile(rx.raw_regex(node))
+            excluded = [v for v in excluded if raw.fullmatch(v)]
+        for v in excluded:
+            self.lexed_apart.append((f"{ptr}/not", self.terms.literal(v)))
+        return self.terms.strings(language, frozenset(excluded))
 
     def t_array(self, schema, ptr):
         if schema.get("uniqueItems") is True:
@@ -672,7 +720,7 @@ class _Walker:
                 ta, tb = ({w} if isinstance(w, str) else set(w)), ({v} if isinstance(v, str) else set(v))
                 both = (ta & tb) | ({"integer"} if ("number" in ta and "integer" in tb) or ("integer" in ta and "number" in tb) else set())
                 out[k] = sorted(both)
-            elif k == "required":
+            elif k in ("required", NOT_STRINGS):
                 out[k] = list(dict.fromkeys([*w, *v]))
             elif k == "properties":
                 props = dict(w)
