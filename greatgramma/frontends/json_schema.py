@@ -213,6 +213,10 @@ class _Walker:
         is not installed (the keywords are then read, or refused, one by one)."""
         lists = [schema] + [self.deref(m, ptr) for m in schema.get("allOf", []) if isinstance(m, (dict, bool))]
         found = [_constants(m) for m in lists if isinstance(m, dict) and _constants(m) is not None]
+        for kw in ("anyOf", "oneOf"):  # alternatives that all list their values: the language is among them
+            alts = [self.deref(m, ptr) for m in schema.get(kw, [])] if isinstance(schema.get(kw), list) else []
+            if alts and all(isinstance(m, dict) and isinstance(_constants(m), list) for m in alts):
+                found.append([v for m in alts for v in _constants(m)])
         if not found or not isinstance(found[0], list):
             return None
         if set(schema) - ANNOTATIONS <= {"enum", "const", "type"}:
