@@ -77,7 +77,8 @@ class _Walker:
         # tells it apart, and must be in the lexer, which holds only the terminals some rule reaches
         self.lexed_apart: list[tuple[str, str]] = []
         self.rule_by_body: dict[str, str] = {}
-        self.validator = None  # jsonschema's, for listed_constants  # alternatives -> the rule of self.rule that has them
+        self.validator = None  # jsonschema's, for listed_constants
+        self.merge_depth = 0  # alternatives -> the rule of self.rule that has them
         self.keep: list = []  # schemas whose id() keys self.memo
         self.depth = 0
         draft = root.get("$schema", "") if isinstance(root, dict) else ""
@@ -674,7 +675,13 @@ class _Walker:
                 return self.alternatives(merged, ptr)
         out = []
         for b, p in branches:
-            out += self.alternatives(b, p) if b is not True else self.alternatives({}, p)
+            try:
+                out += self.alternatives(b, p) if b is not True else self.alternatives({}, p)
+            except SchemaError as exc:
+                if not getattr(exc, "empty", False):
+                    raise
+                # an alternative with no valid instance (a required member whose merged schema
+                # is empty) adds nothing to the union
         out = list(dict.fromkeys(self.alias(a) for a in out))
         sets = [a for a in out if self.terms.is_lexeme_set(a)]
         if len(sets) > 1:  # strings, integers, numbers, literals: one rule for their terminals
@@ -705,6 +712,15 @@ class _Walker:
 
     def merge(self, a, b, ptr: str):
         """allOf of two schemas as one schema, where the keywords combine exactly."""
+        self.merge_depth += 1
+        try:
+            if self.merge_depth > 64:  # (recursive schemas whose merge unrolls without end)
+                raise SchemaError(ptr, "allOf", "allOf of recursive schemas that do not merge into a finite schema is not supported")
+            return self._merge(a, b, ptr)
+        finally:
+            self.merge_depth -= 1
+
+    def _merge(self, a, b, ptr: str):
         if a is True or a == {}:
             return b
         if b is True or b == {}:
