@@ -81,6 +81,43 @@ CASES = {
     "const": ({"const": "x\"y\\z\n"}, ["x\"y\\z\n", "xyz"]),
     "anyOf": ({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 5}]},
               ["ab", "abc", 5, 4, None]),
+    "anyOf-shared-terminals": ({"anyOf": [{"enum": ["web", "app", 3]}, {"type": "string"}, {"type": "integer", "minimum": 0},
+                                          {"type": "integer", "maximum": 10}, {"$ref": "#/$defs/s"}], "$defs": {"s": {"type": "string", "pattern": "^a"}}},
+                               ["web", "x", "", "app", 3, 0, -5, 50, 1.5, None, []]),
+    "anyOf-numbers": ({"type": "array", "items": {"anyOf": [{"type": "number", "maximum": 1.5}, {"type": "integer"}]}},
+                      [[1, 2, 1.5, 2.5, -3.5], [2.5], [1.25, -2.75]]),
+    "oneOf-objects": ({"type": "object", "oneOf": [
+        {"properties": {"e": {"type": "object"}}, "required": ["e"], "additionalProperties": False},
+        {"properties": {"h": {"type": "string"}}, "required": ["h"], "additionalProperties": False}]},
+        [{"e": {}}, {"h": "x"}, {"e": {}, "h": "x"}, {}, {"h": 1}, "e"]),
+    "allOf-additionalProperties-true": ({"allOf": [{"properties": {"a": {"type": "integer"}}, "additionalProperties": True},
+                                                   {"properties": {"b": {"type": "string"}}}]},
+                                        [{"a": 1, "b": "x"}, {"a": "1"}, {"b": 2}, {"a": 1, "c": None}]),
+    "allOf-additionalProperties": ({"allOf": [{"properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "integer", "maximum": 5}},
+                                              {"properties": {"b": {"type": "integer"}}, "additionalProperties": {"minimum": 2}}]},
+                                   [{"a": 1, "b": 3}, {"a": 1, "b": 7}, {"a": 9, "b": 3}, {"a": 1}, {"b": 1}, {"c": 3}, {"c": 1}, {"c": 6}, {"c": "x"}]),
+    "property-never-valid": ({"properties": {"a": {"type": "string"}, "n": {"enum": ["x"], "type": "object"}},
+                              "patternProperties": {"^a": {"type": "integer"}}},
+                             [{"a": "x"}, {"a": 1}, {"ab": 1}, {"ab": "1"}, {"b": "a"}, {"b": "n"}, {"n": "x"}, {"n": {}}, {"z": ["n", "a"]}]),
+    "enum-with-not": ({"allOf": [{"enum": [1, 2.5, "a", "b", [1], {"k": 1}, None]}, {"not": {"anyOf": [{"type": "string", "pattern": "b"}, {"minimum": 2}]}}]},
+                      [1, 2.5, "a", "b", [1], {"k": 1}, None, 3, "c"]),
+    "enum-with-if": ({"enum": [{"a": 1}, {"a": -1}, {}], "if": {"required": ["a"]}, "then": {"properties": {"a": {"maximum": 0}}}},
+                     [{"a": 1}, {"a": -1}, {}, {"a": -2}]),
+    "enum-with-oneOf": ({"enum": ["x", "y", 3], "oneOf": [{"type": "string"}, {"enum": ["y", 3]}]}, ["x", "y", 3, "z"]),
+    "oneOf-of-enums-with-if": ({"type": "array", "oneOf": [{"enum": [[2], [2, 4], [6]]}, {"$ref": "#/$defs/z"}],
+                                "if": {"minItems": 1}, "then": {"minItems": 2}, "$defs": {"z": {"enum": [[], [1], [2, 4], [6, 8]]}}},
+                               [[2], [2, 4], [6], [], [1], [6, 8], [3]]),
+    "anyOf-with-an-empty-branch": ({"type": "object", "anyOf": [{"properties": {"t": {"enum": ["a"]}}, "required": ["t"]}, {"required": ["n"]}],
+                                    "allOf": [{"properties": {"t": {"enum": ["b", "c"]}}}]},
+                                   [{"t": "a"}, {"t": "b"}, {"n": 1}, {"t": "c", "n": 1}, {}]),
+    "not-type": ({"type": "object", "additionalProperties": {"not": {"type": ["array", "number"]}}},
+                 [{"a": []}, {"a": 1}, {"a": 1.5}, {"a": "x"}, {"a": None}, {"a": {"b": []}}, {}]),
+    "not-true-false": ({"type": "object", "properties": {"a": {"not": True}, "b": {"not": False}}},
+                       [{"a": 1}, {"b": 1}, {"b": [None]}, {"c": 2}]),
+    "not-strings": ({"type": "object", "properties": {
+        "n": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 6, "not": {"enum": ["test", "src", "Upper", "toolong1"]}},
+        "m": {"not": {"const": "x"}}}},
+        [{"n": "test"}, {"n": "tests"}, {"n": "src"}, {"n": "ok"}, {"n": "Upper"}, {"m": "x"}, {"m": "y"}, {"m": 1}, {"m": ["x"]}, {"z": "test"}]),
     "oneOf-types": ({"oneOf": [{"type": "string"}, {"type": "null"}]}, ["a", None, 1]),
     "allOf": ({"allOf": [OBJ, {"required": ["age"]}]}, [{"name": "x", "age": 1}, {"name": "x"}]),
     "pattern": ({"type": "string", "pattern": "^[a-z]+-[0-9]{2,3}$"}, ["ab-12", "ab-1234", "AB-12", "a-123"]),
@@ -93,6 +130,104 @@ CASES = {
         [{"d": "2024-02-29"}, {"d": "2023-02-29"}, {"d": "2023-13-01"}, {"t": "2020-01-01T10:00:00Z"},
          {"t": "2020-01-01T10:00:00+02:00"}, {"t": "2020-01-01 10:00"}, {"u": "123e4567-e89b-12d3-a456-426614174000"}, {"u": "x"}]),
 }
+
+PATTERN_SCHEMAS = [
+    # nested patterns (a key matching both takes both schemas), declared names matching them, a
+    # required name only a pattern gives a schema, additionalProperties for the rest
+    {"type": "object", "properties": {"a1": {"type": "integer"}, "name": {"maximum": 2}, "b": {}},
+     "patternProperties": {"^[a-z][0-9]$": {"type": "integer", "minimum": 0}, "^[a-z]": {"type": "number"}},
+     "additionalProperties": {"type": "string"}},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "patternProperties": {"^[a-z][0-9]$": {"minimum": 0}},
+     "additionalProperties": False, "required": ["b2"]},
+    {"type": "object", "patternProperties": {"": {"type": "integer"}}},  # every key
+    {"type": "object", "patternProperties": {".+": {"type": ["string", "array"], "items": {"type": "string"}}},
+     "additionalProperties": False},
+    {"type": "object", "patternProperties": {"^x-": {"type": "string"}, "^[0-9]+$": {"type": "boolean"}},
+     "additionalProperties": False},  # disjoint patterns
+    {"type": "object", "patternProperties": {"^a": {"type": "integer"}, "^ab": False, "^(?:a|b)": {"maximum": 3}}},
+    {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z]+$"}},
+     "patternProperties": {"^[a-z]+$": {"type": "string", "pattern": "^[a-z]+$"}}},  # one terminal for key and value
+]
+PATTERN_KEYS = ["", "a", "a1", "b2", "name", "b", "x-", "x-1", "1", "12", "ab", "abc", "é9", "\n", "Z", "id"]
+PATTERN_VALUES = [1, -1, 5, 1.5, "s", "S", True, None, [], ["a", "b"], [1, 2], {}]
+
+
+@pytest.mark.parametrize("k", range(len(PATTERN_SCHEMAS)))
+def test_pattern_properties(k) -> None:
+    """Random members (keys that match no pattern, one, or several nested ones; declared ones in
+    ``properties`` order, as the canonical form writes them) against jsonschema."""
+    import random
+
+    schema, rng = PATTERN_SCHEMAS[k], random.Random(k)
+    order = list(schema.get("properties", {})) + [r for r in schema.get("required", []) if r not in schema.get("properties", {})]
+    instances = []
+    for _ in range(80):
+        inst = {rng.choice(PATTERN_KEYS): rng.choice(PATTERN_VALUES) for _ in range(rng.randint(0, 3))}
+        instances.append(dict(sorted(inst.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))))
+    instances += [{"b2": 1}, {"a": 1, "b2": 1}, {"b2": -1}, {"a": -1, "b2": 0, "c3": 2}, {"a": 1}, {"b2": "x"}, {"a": 2, "b2": [], "c3": 0}]
+    assert sum(oracle(schema, i) for i in instances) >= 6  # valid ones too, not only refusals
+    check(schema, instances)
+
+# RFC 3986 by hand (the environment's jsonschema has no URI checker: rfc3986-validator is optional)
+URIS = {
+    "http://example.com": True, "https://a.b/c?d=e#f": True, "urn:isbn:0451450523": True, "mailto:a@b.c": True,
+    "http://[::1]:80/": True, "http://[2001:db8::7]/c=GB?objectClass?one": True, "http://[v1.fe]/": True,
+    "http://[1:2:3:4:5:6:7:8]/": True, "http://[::ffff:1.2.3.4]/": True, "tel:+1-816-555-1212": True, "a:": True,
+    "a+.-:b": True, "http://user:pw@host:8080/p?q#f": True, "http:": True, "http:///": True, "a:b/c//d": True,
+    "a:?#": True, "s://%41%42/": True, "http://[::]/": True, "http://a:/": True,
+    "http://[1:2:3:4:5:6:7:8:9]/": False, "http://[::ffff:1.2.3.256]/": False, "http://a b": False, "http://a%2": False,
+    "http://h/%zz": False, "1a:b": False, "": False, "//foo": False, "/a/b": False, "foo": False, "#frag": False,
+    "http://example.com/\u00e9": False, "http://[:]/": False, "http://[1::2::3]/": False, "http://a:b:c/": False,
+    "http://a@b@c/": False, "x://a[b]/": False, "a://b:12ab/": False, "http://f#g#h": False, "http://[::1]x/": False,
+}
+RELATIVE = {"//foo": True, "/a/b": True, "foo": True, "#frag": True, "?q": True, "": True, "./a:b": True, "a/b:c": True,
+            "a:b": True, ":a": False, "//a b": False, "%": False, "[": False}
+
+
+@pytest.mark.parametrize("fmt", ["uri", "uri-reference"])
+def test_format_uri(fmt) -> None:
+    m = masker_for(json.dumps({"type": "string", "format": fmt}))
+    cases = dict(URIS)
+    if fmt == "uri-reference":
+        cases.update(RELATIVE)
+    for text, valid in cases.items():
+        assert accepts(m, json.dumps(text)) == valid, (fmt, text)
+    assert not accepts(m, "1")
+
+
+def test_format_uri_against_rfc3986_validator() -> None:
+    """Where rfc3986-validator (jsonschema's URI checker) is installed: random strings over URI characters."""
+    import random
+    import re
+
+    validator = pytest.importorskip("rfc3986_validator")
+    from greatgramma.frontends.formats import FORMATS
+
+    rng, alphabet = random.Random(0), "a:/?#[]@!$&'()*+,;=%-._~1AFz v\u00e9"
+    for _ in range(3000):
+        text = rng.choice(["", "http://", "a:", "//", "x://[", "s://u@", "http://[::"]) + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        for fmt, rule in (("uri", "URI"), ("uri-reference", "URI_reference")):
+            assert (re.fullmatch(FORMATS[fmt], text) is not None) == bool(validator.validate_rfc3986(text, rule=rule)), (fmt, text)
+
+OVERLAPPING = [  # string constraints whose languages overlap without either containing the other
+    {"a": {"type": "string", "maxLength": 3}, "b": {"type": "string", "pattern": "^[a-z]+$"},
+     "c": {"type": "string", "pattern": "ap"}, "d": {"type": "string", "pattern": "wi"}, "i": {"enum": ["ap", "wiap"]}},
+    {"e": {"type": "string", "format": "date"}, "f": {"type": "string", "pattern": "^2", "maxLength": 12},
+     "g": {"type": "string", "minLength": 10}, "h": {"type": "string", "pattern": "[0-9]$", "format": "uuid"}},
+]
+OVERLAP_STRINGS = ["", "a", "ab", "abc", "abcd", "ap", "wi", "wiap", "apwi", "Ap", "ap1", "2024-01-01", "2024-02-30",
+                   "12024-01-01", "2", "wiwiwiwiwiap", "123e4567-e89b-12d3-a456-426614174000", "123e4567-e89b-12d3-a456-42661417400a"]
+
+
+@pytest.mark.parametrize("k", range(len(OVERLAPPING)))
+def test_overlapping_string_constraints(k) -> None:
+    """One schema holds a group, so the lexer holds its terminals and their intersections; each
+    member is walked with every string (a pattern beside a format, a length beside a pattern)."""
+    props = OVERLAPPING[k]
+    schema = {"type": "object", "properties": props, "additionalProperties": {"type": "string", "maxLength": 2}}
+    first = next(iter(props))
+    check(schema, [{name: v} for name in props for v in OVERLAP_STRINGS] + [{"zz": v} for v in OVERLAP_STRINGS[:6]]
+          + [{first: "ab", "zz": "wi"}])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -149,6 +284,23 @@ def test_optional_members_every_subset(required, extra) -> None:
         assert not accepts(m, json.dumps({**{n: 0 for n in required if n not in (a, b)}, b: 1, a: 2}))
 
 
+@pytest.mark.parametrize("branches", [[["b"], ["d"], ["a", "e"]], [["a"], []], [["e"], ["a", "e"]]])
+@pytest.mark.parametrize("extra", [False, {"type": "string"}])
+def test_any_of_required_sets(branches, extra) -> None:
+    """anyOf over objects that differ only in ``required``: one object rule that tracks which
+    required sets are still possible; every subset of the members, with and without an extra one."""
+    import itertools
+
+    schema = {"type": "object", "additionalProperties": extra, "required": ["c"], "anyOf": [{"required": r, "title": "t"} for r in branches],
+              "properties": {n: {"type": "integer"} for n in "abcde"}}
+    m = masker_for(json.dumps(schema))
+    for k in range(6):
+        for subset in itertools.combinations("abcde", k):
+            for tail in ([], [("z", "s")]):
+                inst = dict([(n, 1) for n in subset] + tail)
+                assert accepts(m, json.dumps(inst)) == oracle(schema, inst), inst
+
+
 @pytest.mark.parametrize("whitespace", ["compact", 2])
 def test_whitespace_options(whitespace) -> None:
     m = masker_for(json.dumps(OBJ), whitespace=whitespace)
@@ -176,15 +328,24 @@ def test_string_lengths_count_code_points(s: str) -> None:
 @pytest.mark.parametrize(
     "schema, pointer",
     [
-        ({"not": {}}, "#/not"),
+        ({"not": {"required": ["a"]}}, "#/not"),
         ({"properties": {"a": {"type": "array", "uniqueItems": True}}}, "#/properties/a/uniqueItems"),
-        ({"properties": {"a": {"type": "string", "format": "uri"}}}, "#/properties/a/format"),
+        ({"properties": {"a": {"type": "string", "format": "iri"}}}, "#/properties/a/format"),
         ({"type": "string", "pattern": "(?=a)"}, "#/pattern"),
         ({"type": "string", "maxLength": 100000}, "#/maxLength"),
+        ({"patternProperties": {"^x": {}, "y$": {"type": "integer"}}}, "#/patternProperties"),
+        ({"patternProperties": {"(?=x)": {}}}, "#/patternProperties/(?=x)"),
+        ({"properties": {"a": False, "b": {"type": "string", "enum": [1]}}, "required": ["b"]}, "#/properties/b"),
+        ({"type": "object", "properties": {"a": {"type": "string"}}, "patternProperties": {"^a": {"type": "integer"}}, "additionalProperties": False},
+         "#/properties/a"),  # no valid value, and no rule would keep its literal in the lexer
         ({"$ref": "http://example.com/s.json"}, "#/$ref"),
         ({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}, "#/oneOf"),
-        ({"properties": {"a": {"type": "string", "maxLength": 3}, "b": {"type": "string", "pattern": "^[a-z]+$"}}},
-         "#/properties/"),
+        ({"type": "number", "not": {"type": "integer"}}, "#/not"),
+        ({"allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}], "$defs": {"a": {"additionalProperties": {"$ref": "#/$defs/a2"}},
+          "a2": {"additionalProperties": {"$ref": "#/$defs/a"}, "minProperties": 1}, "b": {"additionalProperties": {"$ref": "#/$defs/b"}}}},
+         "allOf"),
+        ({"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string", "not": {"enum": ["q"]}}}}, "#/properties/a/not"),
+        ({"oneOf": [{"required": ["a"], "additionalProperties": False}, {"required": ["b"], "additionalProperties": False}]}, "#/oneOf"),
     ],
 )
 def test_refusals_name_keyword_and_pointer(schema, pointer) -> None:
@@ -231,7 +392,7 @@ def test_cli_schema2lark(tmp_path, capsys) -> None:
     assert main(["schema2lark", str(path), "--whitespace", "compact"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("start:") and "%ignore" not in text
-    path.write_text('{"not": {}}', encoding="utf-8")
+    path.write_text('{"not": {"minimum": 1}}', encoding="utf-8")
     assert main(["schema2lark", str(path)]) == 2
     assert "#/not" in capsys.readouterr().err
 

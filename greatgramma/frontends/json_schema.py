@@ -33,16 +33,18 @@ ANNOTATIONS = {"title", "description", "examples", "default", "$comment", "$sche
                "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "$anchor", "definitions", "$defs"}
 REFUSED = {"not", "if", "then", "else", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas",
            "contains", "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-           "$recursiveRef", "patternProperties"}
+           "$recursiveRef"}
 # Keywords that constrain instances and that this module reads (the others in REFUSED are refused).
 ASSERTIONS = {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
               "additionalItems", "minItems", "maxItems", "uniqueItems", "pattern", "minLength", "maxLength", "format",
               "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minProperties",
-              "maxProperties", "anyOf", "oneOf", "allOf", "$ref"}
+              "maxProperties", "anyOf", "oneOf", "allOf", "$ref", "patternProperties"}
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
 SKIP_BLOCK = 2  # optional object members one rule may skip at once (see object_rules)
+REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
+NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
 
@@ -71,6 +73,12 @@ class _Walker:
         self.rules: list[str] = []
         self.memo: dict[int, str] = {}
         self.by_text: dict[str, str] = {}  # a schema's JSON text (keys sorted) -> its rule
+        # declared names with no valid value that other keys would take: each one's literal terminal
+        # tells it apart, and must be in the lexer, which holds only the terminals some rule reaches
+        self.lexed_apart: list[tuple[str, str]] = []
+        self.rule_by_body: dict[str, str] = {}
+        self.validator = None  # jsonschema's, for listed_constants
+        self.merge_depth = 0  # alternatives -> the rule of self.rule that has them
         self.keep: list = []  # schemas whose id() keys self.memo
         self.depth = 0
         draft = root.get("$schema", "") if isinstance(root, dict) else ""
@@ -79,11 +87,21 @@ class _Walker:
     def grammar(self) -> str:
         start = self.value(self.root, "#")
         rules, terms = self.terms.finish()
-        return "\n".join([f"start: {start}", *filter(None, self.rules), *rules, *terms]) + "\n"
+        rules = [f"start: {start}", *filter(None, self.rules), *rules]
+        if self.lexed_apart:
+            used = _reachable(rules)
+            for ptr, literal in self.lexed_apart:
+                if literal not in used:
+                    raise SchemaError(ptr, "", "this string is excluded (a property no value is valid for, or `not`), and "
+                                      "only a terminal of its own would tell it apart, which no rule here reaches; not supported")
+        return "\n".join([*rules, *terms]) + "\n"
 
     def rule(self, alts: list[str]) -> str:
-        name = f"r{len(self.rules)}"
-        self.rules.append(f"{name}: " + " | ".join(alts))
+        body = " | ".join(alts)
+        name = self.rule_by_body.get(body)  # (equal rules are one: fewer for Lark's analysis)
+        if name is None:
+            name = self.rule_by_body[body] = f"r{len(self.rules)}"
+            self.rules.append(f"{name}: " + body)
         return name
 
     # -------------------------------------------------------------- schemas
@@ -130,8 +148,17 @@ class _Walker:
             return []
         if not isinstance(schema, dict):
             raise SchemaError(ptr, "", f"a schema is an object or a boolean, not {type(schema).__name__}")
+        values = self.listed_constants(schema, ptr)
+        if values is not None:  # a finite language: the listed values the whole schema takes
+            return self.constants({"enum": values}, ptr) if values else []
+        if "not" in schema:
+            positive = self.negation(schema["not"], f"{ptr}/not")
+            if positive is not None:
+                rest = {k: v for k, v in schema.items() if k != "not"}
+                merged = self.merge(rest, positive, ptr)
+                return self.alternatives({} if merged is True else merged, ptr)
         for kw in schema:
-            if kw in REFUSED and not (kw == "patternProperties" and not schema[kw]):
+            if kw in REFUSED:
                 raise SchemaError(ptr, kw, f"`{kw}` cannot be compiled into an exact grammar; it is not supported")
         if "$ref" in schema:
             target, tptr = self.resolve(schema["$ref"], ptr)
@@ -151,6 +178,71 @@ class _Walker:
             return self.constants(schema, ptr)
         return self.by_type(schema, ptr)
 
+    def negation(self, schema, ptr: str):
+        """``not`` of a schema as a schema without ``not``, where that is exact: true/false,
+        ``type`` alone (the other types; ``not integer`` is refused: it keeps the non-integral
+        numbers), and ``enum``/``const`` of strings alone (the strings but those; other types
+        unconstrained). None for the rest (refused)."""
+        schema = self.deref(schema, ptr)
+        if schema is True or schema == {}:
+            return False
+        if schema is False:
+            return True
+        if not isinstance(schema, dict):
+            return None
+        keys = set(schema) - ANNOTATIONS
+        if keys == {"type"}:
+            t = schema["type"]
+            t = {t} if isinstance(t, str) else set(t)
+            if not t <= set(TYPES) or ("integer" in t and "number" not in t):
+                return None
+            if "number" in t:
+                t.add("integer")
+            left = [x for x in TYPES if x not in t]
+            return {"type": left} if left else False
+        if keys in ({"enum"}, {"const"}):
+            values = [schema["const"]] if "const" in schema else schema["enum"]
+            if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
+                return {NOT_STRINGS: sorted(set(values))}
+        return None
+
+    def listed_constants(self, schema: dict, ptr: str):
+        """Where ``enum``/``const`` (of the schema or of an ``allOf`` member) list every value the
+        schema could take and other keywords constrain them (``not``, ``if``, ``oneOf``, ...): the
+        listed values that Python's ``jsonschema`` (the standard's reference, formats asserted)
+        finds valid against the whole schema. None where that does not apply, or ``jsonschema``
+        is not installed (the keywords are then read, or refused, one by one)."""
+        lists = [schema] + [self.deref(m, ptr) for m in schema.get("allOf", []) if isinstance(m, (dict, bool))]
+        found = [_constants(m) for m in lists if isinstance(m, dict) and _constants(m) is not None]
+        for kw in ("anyOf", "oneOf"):  # alternatives that all list their values: the language is among them
+            alts = [self.deref(m, ptr) for m in schema.get(kw, [])] if isinstance(schema.get(kw), list) else []
+            if alts and all(isinstance(m, dict) and isinstance(_constants(m), list) for m in alts):
+                found.append([v for m in alts for v in _constants(m)])
+        if not found or not isinstance(found[0], list):
+            return None
+        if set(schema) - ANNOTATIONS <= {"enum", "const", "type"}:
+            return None  # read directly (constants)
+        try:
+            import jsonschema
+        except ImportError:
+            return None
+        if self.validator is None:
+            try:
+                cls = jsonschema.validators.validator_for(self.root, default=jsonschema.Draft202012Validator)
+                self.validator = cls(self.root, format_checker=cls.FORMAT_CHECKER)
+            except Exception as exc:  # noqa: BLE001 (a schema jsonschema cannot read)
+                raise SchemaError(ptr, "enum", f"the listed values cannot be checked against the schema ({exc})") from None
+        try:
+            check = self.validator.evolve(schema=schema)
+            kept = [v for v in found[0] if check.is_valid(v)]
+        except Exception as exc:  # noqa: BLE001
+            raise SchemaError(ptr, "enum", f"the listed values cannot be checked against the schema ({exc})") from None
+        unique = []
+        for v in kept:
+            if not any(_json_eq(v, u) for u in unique):
+                unique.append(v)
+        return unique
+
     def by_type(self, schema: dict, ptr: str) -> list[str]:
         types = schema.get("type", list(TYPES))
         types = [types] if isinstance(types, str) else list(types)
@@ -162,7 +254,9 @@ class _Walker:
         out = []
         for t in TYPES:
             if t in types:
-                out.append(getattr(self, "t_" + t)(schema, ptr))
+                alt = getattr(self, "t_" + t)(schema, ptr)
+                if alt:  # (None or "": no instance of that type is valid)
+                    out.append(alt)
         return out
 
     def t_null(self, schema, ptr):
@@ -242,8 +336,30 @@ class _Walker:
         if lo or hi is not None:
             nodes = _with_length(nodes, lo, hi, ptr, self.terms)
         if not nodes:
-            return self.terms.strings()
-        return self.terms.strings(self.terms.string_language(nodes[0], ptr))
+            return self.string_rule(schema, None, None, ptr)
+        node = nodes[0]
+        if len(nodes) > 1:  # format and pattern (and a length bound): the strings all of them take
+            from .intersect import intersect
+
+            node = intersect(nodes)
+            if node is None:
+                raise SchemaError(ptr, "pattern", "the language of the pattern together with the format and lengths is too large to build")
+        if rx.is_empty_language(node):
+            return None  # no string is valid: no alternative
+        return self.string_rule(schema, self.terms.string_language(node, ptr), node, ptr)
+
+    def string_rule(self, schema, language, node, ptr: str) -> str:
+        """The strings of the language but those ``not`` excludes (see negation): each excluded
+        one is a literal terminal (lexed apart, which needs some rule to reach it)."""
+        import re
+
+        excluded = schema.get(NOT_STRINGS, [])
+        if node is not None:
+            raw = re.compile(rx.raw_regex(node))
+            excluded = [v for v in excluded if raw.fullmatch(v)]
+        for v in excluded:
+            self.lexed_apart.append((f"{ptr}/not", self.terms.literal(v)))
+        return self.terms.strings(language, frozenset(excluded))
 
     def t_array(self, schema, ptr):
         if schema.get("uniqueItems") is True:
@@ -283,87 +399,212 @@ class _Walker:
         t = self.terms
         props = dict(schema.get("properties", {}))
         required = list(dict.fromkeys(schema.get("required", [])))
+        # anyOf over objects that differ only in `required` (see union): one of these sets of names
+        branch_required = [list(dict.fromkeys([*required, *r])) for r in schema.get(REQUIRED_ANY_OF, [[]])]
+        required = [n for n in branch_required[0] if all(n in r for r in branch_required)]  # in every branch
+        some_required = list(dict.fromkeys(n for r in branch_required for n in r))
         extra = schema.get("additionalProperties", True if self.allow_additional else False)
-        for name in required:
+        patterns = self.pattern_regions(schema.get("patternProperties", {}), ptr)
+        for name in list(props):  # a declared name that a pattern matches takes both schemas
+            props[name] = self.with_patterns(props[name], name, patterns, ptr)
+        for name in some_required:
             if name not in props:
-                if extra is False:
+                if extra is False and not any(p[0].fullmatch(name) for p in patterns):
                     raise SchemaError(ptr, "required", f"{name!r} is required but additional properties are not allowed")
-                props[name] = extra
+                props[name] = self.with_patterns(extra, name, patterns, ptr, alone=True)
         members = []  # (name, member text, required)
+        never = []  # declared names no value is valid for
+        index: dict[str, int] = {}  # name -> its place in members
         for name, sub in props.items():
             if sub is False:
-                if name in required:
+                if name in some_required:
                     raise SchemaError(ptr, "required", f"{name!r} is required but its schema is false")
+                never.append(name)
                 continue
             try:
                 v = self.value(sub, f"{ptr}/properties/{_escape(name)}")
             except SchemaError as exc:
-                if getattr(exc, "empty", False) and name not in required:
+                if getattr(exc, "empty", False) and name not in some_required:
+                    never.append(name)
                     continue  # no valid value: the member can never appear
                 raise
+            index[name] = len(members)
             members.append((f"{t.literal(name)} {t.punct('COLON')} {v}", name in required))
-        addl = None
-        if extra is not False:
-            key = t.strings(None, frozenset(props))
-            addl = f"{key} {t.punct('COLON')} {self.value(extra, ptr + '/additionalProperties')}"
-        n_req = sum(r for _, r in members)
+        declared = frozenset(props)
+        extras = []  # members the schema does not name: one per pattern region, then the rest
+        taken = set()  # the patterns (None: additionalProperties) whose keys may appear
+        for regex, term, sub, sub_ptr, _depth, nested in patterns:
+            v = self.member_value(sub, sub_ptr)
+            if v is not None:
+                extras.append(f"{t.strings(term, declared, nested)} {t.punct('COLON')} {v}")
+                taken.add(regex)
+        if extra is not False and all(p[1] is not None for p in patterns):  # (a pattern that takes every key leaves none)
+            v = self.member_value(extra, ptr + "/additionalProperties")
+            if v is not None:
+                extras.append(f"{t.strings(None, declared, frozenset(p[1] for p in patterns))} {t.punct('COLON')} {v}")
+                taken.add(None)
+        for name in never:
+            # Its name is excluded from the other keys by its literal terminal, which exists only
+            # where a rule uses it; one that no rule uses is dropped, and the name would pass for another key.
+            matched = [m for m in patterns if m[0].fullmatch(name)]
+            if (max(matched, key=lambda m: m[4])[0] if matched else None) in taken:
+                self.lexed_apart.append((f"{ptr}/properties/{_escape(name)}", t.literal(name)))
+        addl = (extras[0] if len(extras) == 1 else self.rule(extras)) if extras else None
+        branches = [frozenset(index[n] for n in r) for r in branch_required]
+        n_req = min(len(b) for b in branches)
         lo, hi = schema.get("minProperties", 0), schema.get("maxProperties")
         if lo > max(n_req, 1):
             raise SchemaError(ptr, "minProperties", "only minProperties up to the number of required properties (or 1) is supported")
         if hi is not None and (addl is not None or hi < len(members)):
             raise SchemaError(ptr, "maxProperties", "only maxProperties that the properties already imply is supported")
-        return self.object_rules(members, addl, allow_empty=(n_req == 0 and lo == 0))
+        return self.object_rules(members, addl, allow_empty=(n_req == 0 and lo == 0), branches=branches)
 
-    def object_rules(self, members, addl, allow_empty: bool) -> str:
+    def member_value(self, sub, ptr: str) -> str | None:
+        """The value rule of a member that may be left out (None: no value is valid, so it never appears)."""
+        if sub is False:
+            return None
+        try:
+            return self.value(sub, ptr)
+        except SchemaError as exc:
+            if getattr(exc, "empty", False):
+                return None
+            raise
+
+    def pattern_regions(self, pattern_props, ptr: str) -> list:
+        """``patternProperties`` as (compiled regex, key terminal, value schema, pointer, number of
+        patterns around it, the key terminals nested in it), one per pattern: a key lexed as that pattern's terminal (its strings less those of the patterns
+        nested in it) matches it and every pattern around it, so its value takes all their
+        schemas (merged as allOf). The patterns' languages (ECMA searches) must be laminar:
+        nested or disjoint; equal ones are merged, overlapping ones refused."""
+        if not isinstance(pattern_props, dict):
+            raise SchemaError(ptr, "patternProperties", "must be an object")
+        if not pattern_props:
+            return []
+        import re
+
+        from .relations import relation
+
+        kw = "patternProperties"
+        found = []  # [node, raw regex, [patterns], schema]
+        for pattern, sub in pattern_props.items():
+            try:
+                node = rx.parse_ecma(pattern)
+            except rx.RegexError as exc:
+                raise SchemaError(f"{ptr}/{kw}", _escape(pattern), str(exc)) from None
+            raw = rx.raw_regex(node)
+            for f in found:
+                if relation(f[1], raw) == "equal":
+                    f[2].append(pattern)
+                    f[3] = self.merge(self.deref(f[3], ptr), self.deref(sub, ptr), f"{ptr}/{kw}/{_escape(pattern)}")
+                    break
+            else:
+                found.append([node, raw, [pattern], sub])
+        around: dict[int, list[int]] = {i: [i] for i in range(len(found))}  # i -> the patterns whose language holds i's
+        for i in range(len(found)):
+            for j in range(i + 1, len(found)):
+                rel = relation(found[i][1], found[j][1])
+                if rel == "overlap":
+                    raise SchemaError(ptr, kw, f"the patterns {found[i][2][0]!r} and {found[j][2][0]!r} may both match a key "
+                                      "without either containing the other; only nested or disjoint patterns are supported")
+                if rel == "subset":
+                    around[i].append(j)
+                elif rel == "superset":
+                    around[j].append(i)
+        terms = [self.terms.string_language(f[0], f"{ptr}/{kw}/{_escape(f[2][0])}") for f in found]
+        out = []
+        for i, (node, raw, names, sub) in enumerate(found):
+            sub_ptr = f"{ptr}/{kw}/{_escape(names[0])}"
+            merged = sub
+            for j in around[i][1:]:
+                merged = self.merge(self.deref(merged, sub_ptr), self.deref(found[j][3], sub_ptr), sub_ptr)
+            nested = frozenset(terms[j] for j in range(len(found)) if j != i and i in around[j])  # (None is never nested)
+            out.append((re.compile(raw), terms[i], merged, sub_ptr, len(around[i]), nested))
+        return out
+
+    def with_patterns(self, sub, name: str, patterns: list, ptr: str, alone: bool = False):
+        """The schema of a member named ``name``: ``sub`` and those of the patterns it matches;
+        ``alone``: ``sub`` is additionalProperties, which applies only when none matches."""
+        matched = [m for m in patterns if m[0].fullmatch(name)]
+        if not matched:
+            return sub
+        # the patterns a name matches are nested (laminar); the deepest one's schema is merged with the others'
+        deepest = max(matched, key=lambda m: m[4])
+        if alone:
+            return deepest[2]
+        return self.merge(self.deref(sub, ptr), self.deref(deepest[2], ptr), f"{ptr}/properties/{_escape(name)}")
+
+    def object_rules(self, members, addl, allow_empty: bool, branches=None) -> str:
         """``{`` members in order ``}``, each optional one may be left out, then the additional ones.
 
-        ``after(i)``: the members from i on when the next one written is i or later (no comma
-        before it); ``rest(i)``: what may follow a member written before i (a comma, then
+        ``after(i, A)``: the members from i on when the next one written is i or later (no comma
+        before it); ``rest(i, A)``: what may follow a member written before i (a comma, then
         ``after(i)``, or nothing once no required member is left). The comma comes before the
         choice of member, and a rule of ``after`` lists the next ``SKIP_BLOCK`` members (up to the
         first required one) plus one alternative that skips them all. So the parser state after a
         comma holds the rules for every later member once, with one nonterminal per block, not a
         chain of one rule per member, which made Lark's LALR analysis cubic in the number of
-        optional members (3.2 s for 100 of them). A run of required members is written inline."""
+        optional members (3.2 s for 100 of them). A run of required members is written inline.
+
+        ``branches``: sets of member indices, one of which must all be present (an anyOf of
+        ``required``; default: the members marked required); A is the set of branches no skipped
+        member has ruled out, and a member is required where every branch in A requires it."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
-        required_from = [False] * (n + 1)  # a required member at i or later
-        for i in reversed(range(n)):
-            required_from[i] = members[i][1] or required_from[i + 1]
+        if branches is None:
+            branches = [frozenset(i for i, (_, req) in enumerate(members) if req)]
+        branches = list(dict.fromkeys(branches))
+        everyone = frozenset(range(len(branches)))
         tail = f"({comma} {addl})*" if addl else ""
-        afters: dict[int, str | None] = {}
-        rests: dict[int, str] = {}
+        afters: dict = {}
+        rests: dict = {}
 
-        def after(i: int) -> str | None:
-            if i not in afters:
+        def alive(a: frozenset, skipped) -> frozenset:
+            return frozenset(b for b in a if not (branches[b] & set(skipped)))
+
+        def must(i: int, a: frozenset) -> bool:
+            return all(i in branches[b] for b in a)
+
+        def after(i: int, a: frozenset) -> str | None:
+            if (i, a) not in afters:
                 if i == n:
-                    afters[i] = f"{addl} {tail}" if addl else None
+                    afters[(i, a)] = f"{addl} {tail}" if addl else None
                 else:
                     alts = []
                     for j in range(i, min(n, i + SKIP_BLOCK)):
-                        text, req = members[j]
-                        alts.append(f"{text} {rest(j + 1)}".strip())
-                        if req:
+                        aj = alive(a, range(i, j))
+                        if not aj:
+                            break
+                        text, _ = members[j]
+                        alts.append(f"{text} {rest(j + 1, aj)}".strip())
+                        if must(j, aj):
                             break
                     else:
-                        skip = after(min(n, i + SKIP_BLOCK))
+                        rest_a = alive(a, range(i, min(n, i + SKIP_BLOCK)))
+                        skip = after(min(n, i + SKIP_BLOCK), rest_a) if rest_a else None
                         alts += [skip] if skip is not None else []
-                    afters[i] = self.rule(alts) if len(alts) > 1 else alts[0]
-            return afters[i]
+                    afters[(i, a)] = (self.rule(alts) if len(alts) > 1 else alts[0]) if alts else None
+            return afters[(i, a)]
 
-        def rest(i: int) -> str:
+        def rest(i: int, a: frozenset) -> str:
             """As one symbol (or nothing), so that the rules of ``after`` do not copy runs."""
             if i == n:
                 return tail
-            if i not in rests:
-                text, req = members[i]
-                seq = f"{comma} {text} {rest(i + 1)}".strip() if req else f"{comma} {after(i)}"
-                rests[i] = self.rule([seq] if required_from[i] else [seq, ""])
-            return rests[i]
+            if (i, a) not in rests:
+                text, _ = members[i]
+                if must(i, a):
+                    seq = f"{comma} {text} {rest(i + 1, a)}".strip()
+                else:
+                    nxt = after(i, a)
+                    seq = f"{comma} {nxt}" if nxt is not None else None
+                alts = [seq] if seq is not None else []
+                if alive(a, range(i, n)):
+                    alts.append("")  # the object may end here
+                rests[(i, a)] = self.rule(alts) if alts != [""] else ""
+            return rests[(i, a)]
 
         out = []
-        body = after(0)
+        body = after(0, everyone)
         if body is not None:
             out.append(f"{t.punct('LBRACE')} {body} {t.punct('RBRACE')}")
         if allow_empty:
@@ -428,10 +669,36 @@ class _Walker:
                 for j in range(i + 1, len(kinds)):
                     if kinds[i] & kinds[j] and not _disjoint_constants(branches[i][0], branches[j][0]):
                         raise SchemaError(ptr, kw, f"alternatives {i} and {j} may both match an instance; oneOf is only supported when they cannot")
+        if kw == "anyOf" and len(branches) > 1:
+            merged = _required_any_of([b for b, _ in branches])
+            if merged is not None:
+                return self.alternatives(merged, ptr)
         out = []
         for b, p in branches:
-            out += self.alternatives(b, p) if b is not True else self.alternatives({}, p)
-        return list(dict.fromkeys(out))
+            try:
+                out += self.alternatives(b, p) if b is not True else self.alternatives({}, p)
+            except SchemaError as exc:
+                if not getattr(exc, "empty", False):
+                    raise
+                # an alternative with no valid instance (a required member whose merged schema
+                # is empty) adds nothing to the union
+        out = list(dict.fromkeys(self.alias(a) for a in out))
+        sets = [a for a in out if self.terms.is_lexeme_set(a)]
+        if len(sets) > 1:  # strings, integers, numbers, literals: one rule for their terminals
+            merged = self.terms.union(sets)
+            out = [a for a in out if a not in sets]
+            out.insert(0, merged)
+        return out
+
+    def alias(self, symbol: str) -> str:
+        """The one symbol a rule of one alternative stands for (a ``$ref`` to ``type: string``), else the symbol."""
+        if symbol.startswith("r") and symbol[1:].isdigit():
+            text = self.rules[int(symbol[1:])]
+            if text and text.startswith(f"{symbol}: "):
+                body = text[len(symbol) + 2:]
+                if " " not in body and self.terms.is_lexeme_set(body):
+                    return body
+        return symbol
 
     def deref(self, schema, ptr: str):
         """A schema whose ``$ref`` (alone, or with annotations) is followed, for merging."""
@@ -445,6 +712,15 @@ class _Walker:
 
     def merge(self, a, b, ptr: str):
         """allOf of two schemas as one schema, where the keywords combine exactly."""
+        self.merge_depth += 1
+        try:
+            if self.merge_depth > 64:  # (recursive schemas whose merge unrolls without end)
+                raise SchemaError(ptr, "allOf", "allOf of recursive schemas that do not merge into a finite schema is not supported")
+            return self._merge(a, b, ptr)
+        finally:
+            self.merge_depth -= 1
+
+    def _merge(self, a, b, ptr: str):
         if a is True or a == {}:
             return b
         if b is True or b == {}:
@@ -457,11 +733,14 @@ class _Walker:
                 out[k] = out.get(k, v) if k in ANNOTATIONS else v
                 continue
             w = out[k]
+            if k in ("additionalProperties", "items", "additionalItems") and (w in (True, {}) or v in (True, {})):
+                out[k] = v if w in (True, {}) else w  # (true constrains nothing)
+                continue
             if k == "type":
                 ta, tb = ({w} if isinstance(w, str) else set(w)), ({v} if isinstance(v, str) else set(v))
                 both = (ta & tb) | ({"integer"} if ("number" in ta and "integer" in tb) or ("integer" in ta and "number" in tb) else set())
                 out[k] = sorted(both)
-            elif k == "required":
+            elif k in ("required", NOT_STRINGS):
                 out[k] = list(dict.fromkeys([*w, *v]))
             elif k == "properties":
                 props = dict(w)
@@ -472,15 +751,25 @@ class _Walker:
                 out[k] = max(w, v)
             elif k in ("maximum", "maxLength", "maxItems", "exclusiveMaximum", "maxProperties"):
                 out[k] = min(w, v)
-            elif k in ("items", "additionalProperties") and isinstance(w, (dict, bool)) and isinstance(v, (dict, bool)) and k != "additionalProperties":
+            elif k in ("items", "additionalProperties") and isinstance(w, (dict, bool)) and isinstance(v, (dict, bool)):
                 out[k] = self.merge(self.deref(w, ptr), self.deref(v, ptr), ptr)
             elif k == "enum":
                 out[k] = [x for x in w if any(_json_eq(x, y) for y in v)]
             else:
                 raise SchemaError(ptr, k, f"allOf with two different `{k}` cannot be merged exactly")
         for x, y in ((a, b), (b, a)):  # additionalProperties of one side constrains the other's properties
-            if "additionalProperties" in x and set(y.get("properties", {})) - set(x.get("properties", {})):
-                raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties and other properties cannot be merged exactly")
+            if x.get("additionalProperties", True) in (True, {}):
+                continue  # (true allows everything: no constraint)
+            if y.get("patternProperties") and not _json_eq(x.get("patternProperties"), y["patternProperties"]):
+                raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties and other patternProperties cannot be merged exactly")
+            only_y = [n for n in y.get("properties", {}) if n not in x.get("properties", {})]
+            if only_y and x.get("patternProperties"):
+                raise SchemaError(ptr, "additionalProperties", "allOf with additionalProperties, patternProperties and other properties cannot be merged exactly")
+            if only_y:  # a member only y names is an additional one for x: it takes x's additionalProperties too
+                props = dict(out["properties"])
+                for name in only_y:
+                    props[name] = self.merge(self.deref(props[name], ptr), self.deref(x["additionalProperties"], ptr), ptr)
+                out["properties"] = props
         return out
 
     def resolve(self, ref, ptr: str):
@@ -511,13 +800,42 @@ def _with_length(nodes, lo: int, hi, ptr: str, terms) -> list:
         return [("rep", node[1], a, b)]
     from .relations import relation
 
-    rel = relation(rx.raw_regex(node), rx.raw_regex(length))  # as their JSON spellings relate (one per character)
-    if len(nodes) == 1 and rel in ("subset", "equal"):
-        return [node]
-    if len(nodes) == 1 and rel == "superset":
-        return [length]
-    raise SchemaError(ptr, "maxLength" if hi is not None else "minLength",
-                      "a length bound together with a pattern or format is only supported when one implies the other")
+    if len(nodes) == 1:
+        rel = relation(rx.raw_regex(node), rx.raw_regex(length))  # as their JSON spellings relate (one per character)
+        if rel in ("subset", "equal"):
+            return [node]
+        if rel == "superset":
+            return [length]
+    return [*nodes, length]  # intersected by the caller
+
+
+def _reachable(rules: list[str]) -> set[str]:
+    """The symbols the rules reach from the first one (``name: body`` lines)."""
+    import re
+
+    body = {}
+    for line in rules:
+        name, _, text = line.partition(":")
+        body[name.strip()] = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", re.sub(r'"[^"]*"', "", text)))
+    first = rules[0].partition(":")[0].strip()
+    seen, stack = {first}, [first]
+    while stack:
+        for sym in body.get(stack.pop(), ()):
+            if sym not in seen:
+                seen.add(sym)
+                stack.append(sym)
+    return seen
+
+
+def _required_any_of(branches: list):
+    """anyOf alternatives that differ only in ``required`` (and annotations) as one schema whose
+    objects have one of the required sets (read by ``t_object``); None when they differ otherwise."""
+    if not all(isinstance(b, dict) and "enum" not in b and "const" not in b and REQUIRED_ANY_OF not in b for b in branches):
+        return None
+    rest = [{k: v for k, v in b.items() if k != "required" and k not in ANNOTATIONS} for b in branches]
+    if not all(_json_eq(rest[0], r) for r in rest[1:]):
+        return None
+    return {**rest[0], REQUIRED_ANY_OF: [list(b.get("required", [])) for b in branches]}
 
 
 def _escape(name: str) -> str:
@@ -558,6 +876,10 @@ def _disjoint_constants(a, b) -> bool:
     if ca is not None and cb is not None:
         return not any(_json_eq(x, y) for x in ca for y in cb)
     if isinstance(a, dict) and isinstance(b, dict):
+        for x, y in ((a, b), (b, a)):  # x requires a member that y does not allow
+            if y.get("additionalProperties") is False and not y.get("patternProperties") and \
+                    set(x.get("required", [])) - set(y.get("properties", {})) and _types_of(x) & _types_of(y) <= {"object"}:
+                return True
         for name in set(a.get("required", [])) & set(b.get("required", [])):
             pa, pb = a.get("properties", {}).get(name), b.get("properties", {}).get(name)
             if _disjoint_constants(pa, pb):

@@ -30,6 +30,9 @@ from .relations import relation
 STRING_RE = r'"(?:[^"\\\x00-\x1f]|\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f])))*"'
 FRACTION_RE = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)"
 WS = "[ \\t\\n\\r]"
+MAX_STRING_TERMINALS = 64  # constrained-string terminals, intersections included
+_PROBES = ("", "a", " ", "\n", "\x00", "\u00e9", "-", "ab")  # strings any language of every string holds (a quick test first)
+ANY_VALUE = rx.raw_regex(("rep", rx.ANY_CHAR, 0, None))  # every string value
 
 
 class SchemaError(GrammarError):
@@ -53,10 +56,14 @@ class Terminals:
     values: dict[str, str] = field(default_factory=dict)
     int_bounds: set = field(default_factory=set)
     int_requests: dict = field(default_factory=dict)  # (lo, hi) -> rule name
-    string_requests: dict = field(default_factory=dict)  # (language name or None, excluded values) -> rule name
+    string_requests: dict = field(default_factory=dict)  # (language name or None, excluded values, languages less) -> rule name
     num_bounds: set = field(default_factory=set)  # the bounds (Decimal) of non-integer numbers
     num_requests: dict = field(default_factory=dict)  # (lo, hi) -> (rule name, the rule of its integers or None)
     used: set = field(default_factory=set)
+    everything: set = field(default_factory=set)  # lexeme regexes found to take every string
+    nodes: dict = field(default_factory=dict)  # terminal name -> its node (ecma_regex.Node)
+    shadowed: set = field(default_factory=set)  # terminals no lexeme goes to (see _shadowed)
+    union_requests: dict = field(default_factory=dict)  # symbols -> rule name (see union)
 
     # -------------------------------------------------------------- requests while walking
 
@@ -68,21 +75,45 @@ class Terminals:
             name = self.literals[text] = f"L{len(self.literals)}"
         return name
 
-    def string_language(self, node: rx.Node, pointer: str) -> str:
+    def string_language(self, node: rx.Node, pointer: str) -> str | None:
+        """The terminal of the strings whose values are in the node's language; None when that is
+        every string (``STRING`` itself: a terminal beside it would shadow it)."""
         regex = rx.json_string_regex(node)
         name = self.languages.get(regex)
         if name is None:
+            raw = rx.raw_regex(node)
+            if regex in self.everything or (all(re.fullmatch(raw, w) for w in _PROBES) and relation(raw, ANY_VALUE) == "equal"):
+                self.everything.add(regex)
+                return None
             name = self.languages[regex] = f"S{len(self.languages)}"
             self.pointers[name] = pointer
             self.values[name] = rx.raw_regex(node)
+            self.nodes[name] = node
         return name
 
-    def strings(self, language: str | None = None, exclude: frozenset = frozenset()) -> str:
-        """A rule taking every string lexeme of ``language`` (None: any string) but the excluded values."""
-        key = (language, exclude)
+    def strings(self, language: str | None = None, exclude: frozenset = frozenset(), minus: frozenset = frozenset()) -> str:
+        """A rule taking every string lexeme of ``language`` (None: any string) but the excluded
+        values and the lexemes of the languages in ``minus`` (names of :meth:`string_language`)."""
+        key = (language, exclude, minus)
         name = self.string_requests.get(key)
         if name is None:
             name = self.string_requests[key] = f"str{len(self.string_requests)}"
+        return name
+
+    def is_lexeme_set(self, symbol: str) -> bool:
+        """Whether the symbol stands for a set of lexemes: a literal or a rule of :meth:`strings`,
+        :meth:`integers` or :meth:`numbers` (whose union :meth:`union` can take)."""
+        return (symbol in self.literals.values() or symbol in self.string_requests.values() or symbol == "num"
+                or symbol in self.int_requests.values() or any(symbol == r for r, _ in self.num_requests.values()))
+
+    def union(self, symbols) -> str:
+        """One rule for the lexemes of all the symbols (each :meth:`is_lexeme_set`): alternatives of
+        an anyOf that share terminals (an enum string and ``type: string``; overlapping integer
+        ranges) are one set of terminals, so no two rules reduce the same terminal."""
+        key = tuple(dict.fromkeys(symbols))
+        name = self.union_requests.get(key)
+        if name is None:
+            name = self.union_requests[key] = f"any{len(self.union_requests)}"
         return name
 
     def integers(self, lo: int | None = None, hi: int | None = None) -> str:
@@ -116,6 +147,11 @@ class Terminals:
     def finish(self) -> tuple[list[str], list[str]]:
         """(rules, terminal definitions) for everything requested."""
         rules, terms = [], []
+        lists: dict[str, list[str]] = {}  # rule -> its alternatives (symbols)
+
+        def emit(rule: str, alts: list[str]) -> None:
+            lists[rule] = alts
+            rules.append(f"{rule}: " + (" | ".join(alts) if alts else "NEVER"))
         strings = {t: v for t, v in self.literals.items() if t.startswith('"')}
         numbers = {t: v for t, v in self.literals.items() if not t.startswith('"')}
         depth = self._string_depths()
@@ -127,12 +163,12 @@ class Terminals:
             else:
                 terms.append(f'{name}.{top}: "{text}"')
         for regex, name in self.languages.items():
-            terms.append(f"{name}.{depth[name]}: /{regex}/")
+            if name not in self.shadowed:
+                terms.append(f"{name}.{depth[name]}: /{regex}/")
         if self.string_requests:
             terms.append(f"STRING: /{STRING_RE}/")
-        for (language, exclude), rule in self.string_requests.items():
-            alts = self._string_members(language, exclude, strings)
-            rules.append(f"{rule}: " + (" | ".join(alts) if alts else "NEVER"))
+        for (language, exclude, minus), rule in self.string_requests.items():
+            emit(rule, self._string_members(language, exclude, strings, minus))
         atoms = self._int_atoms()
         if "FRACTION" in self.used or self.int_requests:
             for (lo, hi), name in atoms.items():
@@ -141,16 +177,22 @@ class Terminals:
             pieces = self._fraction_pieces()
             for name, regex in pieces.values():
                 terms.append(f"{name}: /{regex}/")
-            rules.append("num: " + " | ".join([*(n for n, _ in pieces.values()), *atoms.values(), *numbers.values()]))
+            emit("num", [*(n for n, _ in pieces.values()), *atoms.values(), *numbers.values()])
             for (lo, hi), (rule, ints) in self.num_requests.items():
                 alts = [n for (a, b), (n, _) in pieces.items() if _piece_within(a, b, lo, hi)]
                 alts += [ints] if ints else []
                 alts += [n for t, n in numbers.items() if not _int_in(t, None, None) and contains(lo, hi, Decimal(t))]
-                rules.append(f"{rule}: " + (" | ".join(alts) if alts else "NEVER"))
+                emit(rule, alts)
         for (lo, hi), rule in self.int_requests.items():
             alts = [n for (a, b), n in atoms.items() if _within(a, b, lo, hi)]
             alts += [n for t, n in numbers.items() if _int_in(t, lo, hi)]
-            rules.append(f"{rule}: " + " | ".join(alts))
+            emit(rule, alts)
+
+        def expand(sym: str) -> list[str]:
+            return [x for a in lists[sym] for x in expand(a)] if sym in lists else [sym]
+
+        for names, rule in self.union_requests.items():  # one rule for the terminals of them all
+            emit(rule, list(dict.fromkeys(x for n in names for x in expand(n))))
         if any("NEVER" in r for r in rules):
             terms.append('NEVER: /\\x00\\x01\\x02(?!)/')
         terms += self._punctuation()
@@ -176,36 +218,131 @@ class Terminals:
         return out
 
     def _string_depths(self) -> dict[str, int]:
-        """Priority of each constrained-string terminal: 1 + the number of those containing it."""
+        """Priority of each constrained-string terminal: 1 + the number of those containing it.
+
+        The family is first closed under intersection (:meth:`_close`), so the terminals that hold
+        a string always have a smallest one, the intersection of them all, which has more
+        terminals around it than any other and so the highest priority: each lexeme goes to the
+        smallest terminal holding it, and a context expecting a language takes the terminals
+        inside it."""
+        rel = self._close()
         names = list(self.languages.values())
         depth = {name: 1 for name in names}
         self.inside: dict[str, set[str]] = {name: set() for name in names}  # name -> terminals nested in it
         for i, na in enumerate(names):
             for nb in names[i + 1 :]:
-                rel = relation(self.values[na], self.values[nb])
-                if rel == "overlap" or rel == "equal":
+                r = rel[(na, nb)]  # (two that overlap: their intersection is a terminal too)
+                if r == "equal":
                     raise SchemaError(
                         self.pointers[nb], "",
-                        f"its strings overlap those required at {self.pointers[na]} without either containing the other, "
-                        "so no lexer can tell them apart exactly",
+                        f"its strings are those required at {self.pointers[na]}, written otherwise: "
+                        "no lexer can tell them apart",
                     )
-                if rel == "subset":
+                if r == "subset":
                     depth[na] += 1
                     self.inside[nb].add(na)
-                elif rel == "superset":
+                elif r == "superset":
                     depth[nb] += 1
                     self.inside[na].add(nb)
+        self.shadowed = self._shadowed()
         return depth
 
-    def _string_members(self, language, exclude, strings) -> list[str]:
+    def _shadowed(self) -> set[str]:
+        """The terminals whose every string goes to a terminal inside them or a literal: Lark's
+        lexer would never produce them (and the grammar check refuses that), so they are left out."""
+        from .intersect import is_covered
+
+        literal_nodes = [rx.literal(json.loads(t)) for t in self.literals if t.startswith('"')]
+        out = set()
+        for name, node in self.nodes.items():
+            if name not in self.inside:
+                continue
+            inner = [self.nodes[n] for n in self.inside[name]]
+            if not inner and _infinite(node):
+                continue  # finitely many literals cannot cover it
+            others = inner + [ln for ln, t in zip(literal_nodes, [t for t in self.literals if t.startswith('"')])
+                              if re.fullmatch(self._regex_of(name), t)]
+            if others and is_covered(node, others):
+                out.add(name)
+        return out
+
+    def _close(self) -> dict:
+        """Adds a terminal for the strings of each two overlapping terminals (until none is
+        missing); the relation of every pair of terminals, by name."""
+        from .intersect import intersect, signature
+
+        rel: dict = {}
+        names = list(self.languages.values())
+        sig_of: dict = {}
+
+        def sig(n):
+            if n not in sig_of:
+                sig_of[n] = signature([self.nodes[n]])
+            return sig_of[n]
+
+        def relate(a, b):
+            if (a, b) not in rel:
+                sa, sb = sig(a), sig(b)
+                sab = None if sa is None or sb is None else signature([self.nodes[a], self.nodes[b]])
+                if sab is None:
+                    r = relation(self.values[a], self.values[b])
+                else:  # from the minimal DFAs: a within b exactly when a and b is a
+                    r = ("disjoint" if sab == () else "equal" if sa == sb else "subset" if sab == sa
+                         else "superset" if sab == sb else "overlap")
+                rel[(a, b)] = r
+                rel[(b, a)] = {"subset": "superset", "superset": "subset"}.get(r, r)
+            return rel[(a, b)]
+
+        i = 0
+        while i < len(names):
+            for j in range(i):
+                a, b = names[j], names[i]
+                if relate(a, b) != "overlap":
+                    continue
+                node = intersect([self.nodes[a], self.nodes[b]])
+                if node is None or len(names) >= MAX_STRING_TERMINALS:
+                    raise SchemaError(self.pointers[b], "", f"its strings overlap those required at {self.pointers[a]} "
+                                      "without either containing the other, and the terminal for the strings both take "
+                                      "is too large to build")
+                s_new = signature([node])
+                if (s_new is not None and any(sig(c) == s_new for c in names)) or (
+                        s_new is None and any(relation(rx.raw_regex(node), self.values[c]) == "equal" for c in names)):
+                    continue  # the intersection is a terminal already
+                sig_of[f"S{len(self.languages)}"] = s_new
+                regex = rx.json_string_regex(node)
+                name = self.languages[regex] = f"S{len(self.languages)}"
+                self.pointers[name] = f"{self.pointers[a]} & {self.pointers[b]}"
+                self.values[name] = rx.raw_regex(node)
+                self.nodes[name] = node
+                names.append(name)
+            i += 1
+        for a in names:
+            for b in names:
+                if a != b:
+                    relate(a, b)
+        return rel
+
+    def _string_members(self, language, exclude, strings, minus=frozenset()) -> list[str]:
+        """The terminals whose lexemes are the strings of ``language`` but those in ``minus``.
+
+        A lexeme goes to the deepest terminal of the laminar family whose language holds it (a
+        literal above all), so the lexemes of a terminal T are T's strings less those of the
+        terminals nested in T: every lexeme of T is in a language M exactly when T is M or lies
+        inside M, and none is when T is neither (T disjoint from M, or T around M)."""
         if language is None:
             alts = ["STRING", *self.languages.values()]
             members = strings
         else:
             alts = [language, *sorted(self.inside[language])]
-            regex = next(r for r, n in self.languages.items() if n == language)
-            members = {t: n for t, n in strings.items() if re.fullmatch(regex, t)}
-        return alts + [n for t, n in members.items() if json.loads(t) not in exclude]
+            members = {t: n for t, n in strings.items() if re.fullmatch(self._regex_of(language), t)}
+        if minus:
+            gone = set(minus).union(*(self.inside[m] for m in minus))
+            alts = [a for a in alts if a not in gone]
+            members = {t: n for t, n in members.items() if not any(re.fullmatch(self._regex_of(m), t) for m in minus)}
+        return [a for a in alts if a not in self.shadowed] + [n for t, n in members.items() if json.loads(t) not in exclude]
+
+    def _regex_of(self, language: str) -> str:
+        return next(r for r, n in self.languages.items() if n == language)
 
     def _int_atoms(self) -> dict:
         bounds = sorted(self.int_bounds)
@@ -232,6 +369,31 @@ class Terminals:
         if isinstance(self.whitespace, int) and not isinstance(self.whitespace, bool):
             return self.punct("EMPTY_OBJ" if kind == "object" else "EMPTY_ARR")
         return f"{self.punct('LBRACE')} {self.punct('RBRACE')}" if kind == "object" else f"{self.punct('LSQB')} {self.punct('RSQB')}"
+
+
+def _infinite(node) -> bool:
+    """Whether the node's language is infinite."""
+    kind = node[0]
+    if kind == "chars":
+        return False
+    if kind == "seq":
+        return not any(rx.is_empty_language(n) for n in node[1]) and any(_infinite(n) for n in node[1])
+    if kind == "alt":
+        return any(_infinite(n) for n in node[1] if not rx.is_empty_language(n))
+    _, body, lo, hi = node
+    if hi == 0 or rx.is_empty_language(body):
+        return False
+    return _infinite(body) or (hi is None and not _only_empty(body))
+
+
+def _only_empty(node) -> bool:
+    """Whether the node's language holds no string but the empty one (given it is not empty)."""
+    kind = node[0]
+    if kind == "chars":
+        return False
+    if kind in ("seq", "alt"):
+        return all(_only_empty(n) or (kind == "alt" and rx.is_empty_language(n)) for n in node[1])
+    return node[3] == 0 or _only_empty(node[1])
 
 
 def _piece_within(a, b, lo, hi) -> bool:
