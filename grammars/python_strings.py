@@ -18,7 +18,7 @@ and a ``:`` format spec, which may hold replacement fields one level deep.
 from __future__ import annotations
 
 DEPTH = 2  # bracket levels inside a replacement field's expression (short quotes): f"{f(a[1])}"
-TRIPLE_DEPTH = 1  # the same in triple-quoted f-strings (rare: 5 of the 1,032 f-strings of the stdlib)
+TRIPLE_DEPTH = 2  # the same in triple-quoted f-strings
 NUL = r"\x00"
 BS = "\\"
 CRLF = r"\r\n"
