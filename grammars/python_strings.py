@@ -97,13 +97,13 @@ def fstring_body(q: str, raw: bool) -> str:
     top_nows = ascii_class(brackets + "!:=<>" + excl_ws)
     ops = r"[<>!=]=|[<>]"
 
+    # brackets nest to `depth` levels; which closing bracket closes which opening one is not
+    # checked (a DFA state per stack of bracket kinds would make the token tables too big)
     def groups(depth: int, braces: bool = True) -> str:
         body = inner
         for _ in range(depth - 1):
-            g = rf"\({body}*\)|\[{body}*\]|\{{{body}*\}}"
-            body = f"(?:{inner}|{g})"
-        g = rf"\({body}*\)|\[{body}*\]" + (rf"|\{{{body}*\}}" if braces else "")
-        return g
+            body = rf"(?:{inner}|[(\[{{]{body}*[)\]}}])"
+        return (r"[(\[{]" if braces else r"[(\[]") + f"{body}*" + r"[)\]}]"
 
     def expr(depth: int) -> str:
         elem = f"(?:{top}|{ops}|{nested}|{groups(depth)})"
