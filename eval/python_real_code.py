@@ -55,6 +55,17 @@ def ast_accepts(data: bytes) -> bool:
     return True
 
 
+def ast_error(data: bytes) -> str:
+    """ast.parse's message for ``data`` ("" when it parses)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ast.parse(data)
+        except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+            return str(getattr(exc, "msg", exc))
+    return ""
+
+
 def has_match(data: bytes) -> bool:
     return any(isinstance(n, ast.Match) for n in ast.walk(ast.parse(data)))
 
@@ -205,12 +216,22 @@ def random_walks(n: int, seed: int, max_tokens: int = 120) -> dict:
                         break
             state = masker.advance(state, tok)
             out += pieces[tok]
-    wrong = [o.decode("utf-8", "replace") for o in outputs if not ast_accepts(o)]
+    wrong = [o for o in outputs if not ast_accepts(o)]
+    # the documented over-acceptances: an indented first line (Lark's indenter sees indentation
+    # only after a newline) and f-string replacement fields whose expression does not parse
+    # (a field is one string token); counted apart from the rest
+    indented = [o for o in wrong if o[:1] in b" \t\f"]
+    fstring = [o for o in wrong if o[:1] not in b" \t\f" and ast_error(o).startswith("f-string")]
+    other = [o for o in wrong if o not in indented and o not in fstring]
     lark_disagrees = [o.decode("utf-8", "replace") for o in outputs if not grammar_accepts(text, o)]
     return {
         "walks_tried": tries, "walks_ended_with_eos": len(outputs), "dead_ends": dead,
         "accepted_but_rejected": len(wrong), "share": round(len(wrong) / max(1, len(outputs)), 4),
-        "lark_rejects": len(lark_disagrees), "examples": wrong[:5], "some_outputs": [o.decode() for o in outputs[:5]],
+        "of_those_indented_first_line": len(indented), "of_those_fstring_field": len(fstring),
+        "accepted_but_rejected_other": len(other), "share_other": round(len(other) / max(1, len(outputs)), 4),
+        "lark_rejects": len(lark_disagrees),
+        "examples": [(o.decode("utf-8", "replace"), ast_error(o)) for o in (other + fstring + indented)[:6]],
+        "some_outputs": [o.decode("utf-8", "replace") for o in outputs[:5]],
     }  # fmt: skip
 
 

@@ -75,7 +75,9 @@ def quoted(q: str, elem: str) -> str:
     c = q[0]
     if len(q) == 3:
         return f"{q}(?:{c}{{0,2}}{elem})*{q}"
-    return f"{q}{elem}*{q}"
+    # an empty short string is not the start of a triple quote: with an unterminated triple
+    # quote the lexer would otherwise back up to "" and read on (Python's tokenizer does not)
+    return f"{q}(?!{c}{c}){elem}*{q}"
 
 
 def fstring_body(q: str, raw: bool) -> str:
