@@ -260,19 +260,23 @@ def mask_walks(text: str, files: list[Path], tokenizer: str, limit: int, max_byt
 
     vocab = gg.Vocabulary.from_file(tokenizer_file(tokenizer))
     hf = load_tokenizer(tokenizer_file(tokenizer))
-    chosen = []
+    chosen, not_encodable = [], []
     for p in files:
         data = p.read_bytes()
         if len(chosen) < limit and len(data) <= max_bytes and ast_accepts(data) and grammar_accepts(text, data):
-            chosen.append((p, data))
+            try:
+                ids = encode_exact(hf, data.decode("utf-8"), vocab.token_bytes)
+            except gg.TokenizerError:  # e.g. Llama-2's normalizer changes some characters
+                not_encodable.append(str(p.relative_to(PY_ROOT)))
+                continue
+            chosen.append((p, data, ids + list(vocab.eos_token_ids[:1])))
     with timing_lock():
         t0 = time.perf_counter()
         masker = gg.Masker(gg.compile(gg.Grammar(text, indenter=gg.Indenter.python()), vocab))
         masker.mask(masker.initial_state())
         first = time.perf_counter() - t0
         times, refused, eos_missing = [], [], []
-        for p, data in chosen:
-            ids = encode_exact(hf, data.decode("utf-8"), vocab.token_bytes) + list(vocab.eos_token_ids[:1])
+        for p, data, ids in chosen:
             state = masker.initial_state()
             for i, tok in enumerate(ids):
                 t = time.perf_counter()
@@ -285,7 +289,7 @@ def mask_walks(text: str, files: list[Path], tokenizer: str, limit: int, max_byt
                     state = masker.advance(state, tok)
     ms = np.array(times) * 1e3
     return {
-        "tokenizer": tokenizer, "files": len(chosen), "bytes": sum(len(d) for _, d in chosen), "tokens": len(times),
+        "tokenizer": tokenizer, "files": len(chosen), "bytes": sum(len(d) for _, d, _ in chosen), "not_encodable": not_encodable, "tokens": len(times),
         "refused": refused, "eos_refused": eos_missing, "compile_and_first_mask_s": round(first, 3),
         "mask_mean_ms": round(float(ms.mean()), 4), "mask_p99_ms": round(float(np.percentile(ms, 99)), 3),
     }  # fmt: skip

@@ -109,7 +109,7 @@ SNIPPETS = [
     b"try:\n    pass\nexcept* ValueError as eg:\n    pass\n"
     b"with (open(a) as f, open(b) as g,):\n    pass\nwith (a, b):\n    pass\nwith (a, b) as c:\n    pass\n",
     # strings: prefixes in any case, triple quotes, bytes, f-strings, concatenation
-    b"s = 'a' \"b\" r'\\d' R'x' u'y' U\"z\"\nb = b'\\x00' B'b' rb'\\w' Br'x' bR'' RB''\n"
+    b"s = 'a' \"b\" r'\\d' R'x' u'y' U\"z\" '' \"\" ''\nt = \"\"\"\"\"\"\nb = b'\\x00' B'b' rb'\\w' Br'x' bR'' RB''\n"
     b"t = '''multi\nline''' \"\"\"doc \\\"\"\"\" + f'{x!r:>{w}}' F'{y=}' fr'{z}\\d' Rf'{{}}' rF\"{a['k']}\"\n"
     b"u = f'{x:%H:%M}' f'{a[1:2]} {b(c)!s} {d:{e}.{f}}' f'''{\nx\n}'''\n",
     # numbers
@@ -155,6 +155,8 @@ INVALID = [  # ast.parse refuses each; so does the grammar
     b"x = 1__0\n",
     b"x = 1 \\ \n",
     b"x = (*a)\n",
+    b'x = """ a"\n',  # an unterminated triple quote is not "" and a string
+    b"x = ''' a'\n",
     b"if x:\npass\n",
     b"if x:\n    a\n  b\n",
     b"x = [1,\n",
