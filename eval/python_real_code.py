@@ -27,6 +27,7 @@ import ast
 import contextlib
 import json
 import random
+import re
 import sys
 import time
 import warnings
@@ -172,6 +173,7 @@ WALK_PIECES = [
     "'s'", '"s"', "f'{x}'", "b'b'", "r'\\d'", '"""doc"""', "0x1F", "1_000", "1.5e3", "2j", "# c\n", "\\\n",
     "[x for x in y]", "lambda x: x", "print(", "@dec\n", "async def g():", "await ",
 ]  # fmt: skip
+INDENTED_FIRST_LINE = re.compile(rb"(\\\r?\n)*[ \t\f]")  # after backslash continuations, if any
 CLOSERS = ["\n", ")", "]", "}", ":", "'", '"', "x", "1", "pass", ":\n    ", "\n    ", "\n        "]
 
 
@@ -220,17 +222,20 @@ def random_walks(n: int, seed: int, max_tokens: int = 120) -> dict:
     # the documented over-acceptances: an indented first line (Lark's indenter sees indentation
     # only after a newline) and f-string replacement fields whose expression does not parse
     # (a field is one string token); counted apart from the rest
-    indented = [o for o in wrong if o[:1] in b" \t\f"]
-    fstring = [o for o in wrong if o[:1] not in b" \t\f" and ast_error(o).startswith("f-string")]
-    other = [o for o in wrong if o not in indented and o not in fstring]
+    # and a number directly followed by "as"/"async"/"from" (README, grammars/python.lark's header)
+    indented = [o for o in wrong if INDENTED_FIRST_LINE.match(o)]
+    fstring = [o for o in wrong if o not in indented and ast_error(o).startswith("f-string")]
+    number_word = [o for o in wrong if o not in indented and ast_error(o).startswith("invalid decimal literal")]
+    other = [o for o in wrong if o not in indented and o not in fstring and o not in number_word]
     lark_disagrees = [o.decode("utf-8", "replace") for o in outputs if not grammar_accepts(text, o)]
     return {
         "walks_tried": tries, "walks_ended_with_eos": len(outputs), "dead_ends": dead,
         "accepted_but_rejected": len(wrong), "share": round(len(wrong) / max(1, len(outputs)), 4),
         "of_those_indented_first_line": len(indented), "of_those_fstring_field": len(fstring),
+        "of_those_number_then_word": len(number_word),
         "accepted_but_rejected_other": len(other), "share_other": round(len(other) / max(1, len(outputs)), 4),
         "lark_rejects": len(lark_disagrees),
-        "examples": [(o.decode("utf-8", "replace"), ast_error(o)) for o in (other + fstring + indented)[:6]],
+        "examples": [(o.decode("utf-8", "replace"), ast_error(o)) for o in (other + number_word + fstring + indented)[:6]],
         "some_outputs": [o.decode("utf-8", "replace") for o in outputs[:5]],
     }  # fmt: skip
 
