@@ -290,14 +290,13 @@ def spell(s, text: bytes, rng: random.Random) -> list[int]:
     [
         b"def f(x):\n    return x\n",
         b"if x:\n    y\nelse:\n    z\n",
-        b"x = (1,\n  2)\n",
         b"class C:\n    def f(self): pass\n\n",
     ],
 )
 def test_masks_match_the_reference(text: bytes) -> None:
     s = setup()
     rng = random.Random(len(text))
-    compare(s, spell(s, text, rng), 3, rng)
+    compare(s, spell(s, text, rng), 0, rng)
 
 
 def test_random_prefixes_match_the_reference() -> None:
