@@ -290,7 +290,8 @@ def spell(s, text: bytes, rng: random.Random) -> list[int]:
     [
         b"def f(x):\n    return x\n",
         b"if x:\n    y\nelse:\n    z\n",
-        b"class C:\n    def f(self): pass\n\n",
+        b"while x:\n    pass\n",
+        b"import a\n",
     ],
 )
 def test_masks_match_the_reference(text: bytes) -> None:
