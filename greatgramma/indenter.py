@@ -100,6 +100,9 @@ def split_columns(delta, accept, accept_next, nl: int, num_terms: int, ind: Inde
     """
     k = ind.max_column
     step = column_steps(k, ind.tab_len)
+    # the counter only matters in states from which a newline lexeme can still end; elsewhere it
+    # is held at k, so that e.g. the states inside a triple-quoted string are not copied per column
+    counts = _newline_live(delta, accept, accept_next, nl)
     # all reachable (state, counter) pairs, breadth first from (start, no newline yet)
     index = {(0, k): 0}
     pairs = [(0, k)]
@@ -107,7 +110,8 @@ def split_columns(delta, accept, accept_next, nl: int, num_terms: int, ind: Inde
     src_rows, src_bytes, dst_keys = [], [], []
     while len(fs):
         i, b = np.nonzero(delta[fs] != DEAD)
-        ns, nc = delta[fs[i], b].astype(np.int64), step[b, fc[i]]
+        ns = delta[fs[i], b].astype(np.int64)
+        nc = np.where(counts[ns], step[b, fc[i]], k)
         src_rows.append(np.array([index[(s, c)] for s, c in zip(fs[i].tolist(), fc[i].tolist())], dtype=np.int64))
         src_bytes.append(b)
         keys = (ns * (k + 1) + nc).tolist()
@@ -129,6 +133,20 @@ def split_columns(delta, accept, accept_next, nl: int, num_terms: int, ind: Inde
     acc = np.where(accept[ps] == nl, num_terms + pc, accept[ps])
     acc_next = np.where(accept_next[ps] == nl, (num_terms + pc)[:, None], accept_next[ps])
     return rows, acc.astype(np.int32), acc_next.astype(np.int32)
+
+
+def _newline_live(delta, accept, accept_next, nl: int) -> np.ndarray:
+    """bool[Q]: from q (q included) a state is reached where the lexeme ends as terminal ``nl``
+    (at the end of input or before some byte)."""
+    live = (accept == nl) | (accept_next == nl).any(axis=1)
+    src, byte = np.nonzero(delta != DEAD)
+    dst = delta[src, byte]
+    while True:
+        grown = live.copy()
+        grown[src[live[dst]]] = True
+        if (grown == live).all():
+            return live
+        live = grown
 
 
 def column_terminals(terminals, nl: int, ind: Indenter) -> tuple[TerminalSpec, ...]:
