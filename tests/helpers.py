@@ -157,6 +157,19 @@ def reference_bits(s, prefix: bytes) -> np.ndarray:
     return expected
 
 
+def spell(tokens, text: bytes, rng) -> list[int]:
+    """A random tokenization of ``text`` over ``tokens`` (bytes or None per id): at each position,
+    any token that matches there."""
+    ids: list[int] = []
+    pos = 0
+    while pos < len(text):
+        fits = [i for i, t in enumerate(tokens) if t and text.startswith(t, pos)]
+        assert fits, f"no token spells {text[pos:]!r}"
+        ids.append(rng.choice(fits))
+        pos += len(tokens[ids[-1]])
+    return ids
+
+
 def describe(s, t: int) -> str:
     if t == EOS_ID:
         return f"{t} <EOS>"

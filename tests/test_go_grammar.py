@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import EOS_ID, PAD_IDS, describe, engine_bits, reference_bits
+from helpers import EOS_ID, PAD_IDS, describe, engine_bits, reference_bits, spell
 from lark_semicolons import GO_AFTER, lark_go_parses
 from reference import ReferenceChecker
 
@@ -157,15 +157,6 @@ def compare(s, script: list[int], extra: int, rng: random.Random) -> None:
         prefix += s.tokens[tok]
 
 
-def spell(s, text: bytes, rng: random.Random) -> list[int]:
-    ids, pos = [], 0
-    while pos < len(text):
-        fits = [i for i, t in enumerate(s.tokens) if t and text.startswith(t, pos)]
-        ids.append(rng.choice(fits))
-        pos += len(s.tokens[ids[-1]])
-    return ids
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -179,7 +170,7 @@ def spell(s, text: bytes, rng: random.Random) -> list[int]:
 def test_masks_match_the_reference(text: bytes) -> None:
     s = setup()
     rng = random.Random(len(text))
-    ids = spell(s, text, rng)
+    ids = spell(s.tokens, text, rng)
     compare(s, ids, 4, rng)
 
 

@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pytest
-from helpers import EOS_ID, PAD_IDS, SPECIAL_ID, describe, engine_bits, grammar_text, probe, reference_bits
+from helpers import EOS_ID, PAD_IDS, SPECIAL_ID, describe, engine_bits, grammar_text, probe, reference_bits, spell
 from lark import Lark
 from lark_indenter import lark_indenter
 from reference import ReferenceChecker
@@ -214,17 +214,6 @@ def walk(s: Setup, rng: random.Random, max_steps: int, favoured: frozenset[int],
     return prefix
 
 
-def spell(s: Setup, rng: random.Random, text: bytes) -> list[int]:
-    """A random tokenization of ``text``."""
-    ids, pos = [], 0
-    while pos < len(text):
-        fits = [i for i, t in enumerate(s.tokens) if t and text.startswith(t, pos)]
-        assert fits, f"no token spells {text[pos:]!r}"
-        ids.append(rng.choice(fits))
-        pos += len(s.tokens[ids[-1]])  # type: ignore[arg-type]
-    return ids
-
-
 def favoured_ids(s: Setup, pred) -> frozenset[int]:
     return frozenset(i for i, t in enumerate(s.tokens) if t is not None and pred(t))
 
@@ -247,7 +236,7 @@ def test_indent_programs_walk_and_match_the_reference() -> None:
     shapes = favoured_ids(s, lambda t: b"\n" in t or b":" in t or t in (b"if", b"if ", b"(", b")"))
     for text in INDENT_PROGRAMS:
         assert s.ref.complete(text) and lark_parses(s, text), text
-        ids = spell(s, rng, text)
+        ids = spell(s.tokens, text, rng)
         out = walk(s, rng, len(ids), shapes, script=ids)  # ends with the EOS check
         assert out == text, (out, text)
         cut = rng.randint(0, len(ids))
@@ -285,7 +274,7 @@ def test_indent_column_limit_and_edges() -> None:
         b"f(a\n /",
         b"if a:\n  b\n  c\n\n",
     ]:
-        ids = spell(s, rng, text)
+        ids = spell(s.tokens, text, rng)
         walk(s, rng, len(ids) + 6, frozenset(), script=ids)
 
 
@@ -306,7 +295,7 @@ def test_backtracking_grammar_matches_the_reference(name: str) -> None:
     s = setup(name)
     rng = random.Random(7 + BACKTRACK_GRAMMARS.index(name))
     for text in BACKTRACK_TEXTS[name]:  # scripted prefixes, then random continuations
-        ids = spell(s, rng, text)
+        ids = spell(s.tokens, text, rng)
         walk(s, rng, len(ids) + 8, frozenset(), script=ids)
     for _ in range(16):
         walk(s, rng, rng.randint(8, 25), frozenset())
@@ -329,7 +318,7 @@ def test_docstring_newlines_match_the_reference() -> None:
     assert s.ref.viable(b"if x:\n  r")
     for text in DOCSTRING_PROGRAMS:
         assert s.ref.complete(text) and lark_parses(s, text), text
-        ids = spell(s, rng, text)
+        ids = spell(s.tokens, text, rng)
         assert walk(s, rng, len(ids), frozenset(), script=ids) == text
         cut = rng.randint(0, len(ids))
         walk(s, rng, cut + 12, frozenset(), script=ids[:cut])

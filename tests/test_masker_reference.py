@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pytest
-from helpers import EOS_ID, PAD_IDS, SPECIAL_ID, describe, engine_bits, grammar_text, probe, reference_bits
+from helpers import EOS_ID, PAD_IDS, SPECIAL_ID, describe, engine_bits, grammar_text, probe, reference_bits, spell
 from lark import Lark
 from reference import ReferenceChecker
 
@@ -198,18 +198,6 @@ def check_step(s: Setup, state: gg.State, prefix: bytes, history: list[int]) -> 
 # Walks
 
 
-def spell(s: Setup, rng: random.Random, text: bytes) -> list[int]:
-    """A random tokenization of ``text``: at each position, any token that matches there."""
-    ids: list[int] = []
-    pos = 0
-    while pos < len(text):
-        fits = [i for i, t in enumerate(s.tokens) if t and text.startswith(t, pos)]
-        assert fits, f"[{s.case.name}] no token spells {text[pos:]!r}"
-        ids.append(rng.choice(fits))
-        pos += len(s.tokens[ids[-1]])
-    return ids
-
-
 def walk(
     s: Setup, rng: random.Random, max_steps: int, biased: bool, script: Sequence[int] = ()
 ) -> tuple[bytes, bool]:
@@ -329,7 +317,7 @@ def test_program_walks_match_reference(name: str) -> None:
         s.lark.parse(text)  # the fixture itself is valid
         data = text.encode()
         for _ in range(2):
-            ids = spell(s, rng, data)
+            ids = spell(s.tokens, data, rng)
             out, ended = walk(s, rng, len(ids), biased=False, script=ids)
             assert out == data and ended, f"[{name}] EOS not allowed after the valid program {data!r}"
             cut = rng.randint(0, len(ids))
