@@ -63,18 +63,18 @@ COLD_TARGET = 2.0
 TARGET_TOKENIZERS = ("llama3", "qwen3")
 
 
-def case_text(name: str) -> tuple[str, bool]:
-    """(Lark text, whether it needs Python's indenter)."""
+def case_text(name: str) -> str:
+    """The case's Lark text."""
     if name == "yes|no":
-        return 'start: "yes" | "no"\n', False
+        return 'start: "yes" | "no"\n'
     if name == "object":
-        return OBJECT, False
+        return OBJECT
     language = name.removesuffix(" (real)")
     if name == "json" or language != name:  # grammars/ holds JSON and the grammars for real code
         path = ROOT / "grammars" / f"{language}.lark"
     else:
         path = bench_grammar(name)
-    return path.read_text(encoding="utf-8"), language == "python"
+    return path.read_text(encoding="utf-8")
 
 
 def _available(name: str) -> bool:
@@ -86,7 +86,7 @@ def postlexer(name: str):
     """The case's postlexer: Python's indenter, Go's semicolons (real Go only), or None."""
     import greatgramma as gg
 
-    if case_text(name)[1]:
+    if name.removesuffix(" (real)") == "python":
         return gg.Indenter.python()
     return gg.Semicolons.go() if name == "go (real)" else None
 
@@ -124,7 +124,7 @@ def warm(tokenizer: str, cases: list[str], runs: int) -> dict:
     gg.Masker(gg.compile(gg.Grammar('start: "x"'), vocab))  # one-time setup (Lark's grammar of grammars), as in a server
     out = {"tokenizer": tokenizer, "vocab_size": vocab.vocab_size, "vocab_load_s": load_s, "trie_s": trie_s, "cases": {}}
     for name in cases:
-        text, _ = case_text(name)
+        text = case_text(name)
         ids = encode_exact(hf, walk_text(name), vocab.token_bytes)
         rows = []
         for r in range(runs):
@@ -168,7 +168,7 @@ def cold(tokenizer: str, name: str) -> dict:
     import greatgramma as gg
 
     imports = time.perf_counter() - t
-    text, _ = case_text(name)
+    text = case_text(name)
     t0 = time.perf_counter()
     vocab = gg.Vocabulary.from_file(tokenizer_file(tokenizer))
     grammar = gg.Grammar(text, postlexer=postlexer(name))
@@ -180,11 +180,11 @@ def cold(tokenizer: str, name: str) -> dict:
 def run_peers(tokenizers: list[str], runs: int) -> list[dict]:
     """Each installed peer's compile + first mask, one process per (peer, tokenizer)."""
     cases = [
-        {"name": "yes|no", "kind": "lark", "text": case_text("yes|no")[0]},
+        {"name": "yes|no", "kind": "lark", "text": case_text("yes|no")},
         {"name": "object", "kind": "json_schema", "text": OBJECT_SCHEMA},
         {"name": "json", "kind": "builtin_json", "text": ""},
-        {"name": "json (our Lark text)", "kind": "lark", "text": case_text("json")[0]},
-        *({"name": n, "kind": "lark", "text": case_text(n)[0]} for n in ("go", "java", "python")),
+        {"name": "json (our Lark text)", "kind": "lark", "text": case_text("json")},
+        *({"name": n, "kind": "lark", "text": case_text(n)} for n in ("go", "java", "python")),
     ]
     out = []
     with tempfile.TemporaryDirectory() as work:

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from .paths import OUT, ROOT, tokenizer_file
+from .real_code import mutate, timed_walk
 
 sys.path.insert(0, str(ROOT / "tests"))
 from lark_semicolons import lark_go_parses  # noqa: E402 - a test helper, shared with the tests
@@ -52,24 +53,7 @@ def gofmt_accepts(data: bytes) -> bool:
         return subprocess.run([str(GOFMT), "-e", "-l", f.name], capture_output=True).returncode == 0
 
 
-def mutate(data: bytes, rng: random.Random) -> bytes:
-    """One random edit of a source file: a line dropped, doubled or swapped, a byte deleted or inserted."""
-    lines = data.split(b"\n")
-    kind = rng.choice(["drop", "double", "swap", "delete", "insert"])
-    i = rng.randrange(len(lines))
-    if kind == "drop":
-        del lines[i]
-    elif kind == "double":
-        lines.insert(i, lines[i])
-    elif kind == "swap" and len(lines) > 1:
-        j = min(i + 1, len(lines) - 1)
-        lines[i], lines[j] = lines[j], lines[i]
-    else:
-        pos = rng.randrange(max(1, len(data)))
-        if kind == "delete":
-            return data[:pos] + data[pos + 1 :]
-        return data[:pos] + bytes([rng.choice(b"{}()[];,.:=*&<-+!\n x0\"'`/")]) + data[pos:]
-    return b"\n".join(lines)
+GO_INSERTED = b"{}()[];,.:=*&<-+!\n x0\"'`/"  # bytes a mutant may gain
 
 
 def acceptance(text: str, files: list[Path]) -> dict:
@@ -95,7 +79,7 @@ def mutations(text: str, files: list[Path], n: int, seed: int) -> dict:
     pool = [d for d in pool if lark_go_parses(text, d)]
     accepted, wrong = 0, []
     for _ in range(n):
-        data = mutate(rng.choice(pool), rng)
+        data = mutate(rng.choice(pool), rng, GO_INSERTED)
         if lark_go_parses(text, data):
             accepted += 1
             if not gofmt_accepts(data):
@@ -158,16 +142,9 @@ def mask_walks(text: str, files: list[Path], tokenizer: str, limit: int, max_byt
             continue
         walked += 1
         ids = encode_exact(hf, data.decode("utf-8"), vocab.token_bytes) + list(vocab.eos_token_ids[:1])
-        state = masker.initial_state()
-        for i, tok in enumerate(ids):
-            t = time.perf_counter()
-            words = masker.mask(state)
-            times.append(time.perf_counter() - t)
-            if not gg.bitmask_to_bool(words, vocab.vocab_size)[tok]:
-                refused.append(f"{p.relative_to(GO_ROOT)} token {i}")
-                break
-            if i < len(ids) - 1:
-                state = masker.advance(state, tok)
+        at = timed_walk(masker, ids, times)
+        if at is not None:
+            refused.append(f"{p.relative_to(GO_ROOT)} token {at}")
     ms = np.array(times) * 1e3
     return {
         "tokenizer": tokenizer, "files": walked, "tokens": len(times), "refused": refused,

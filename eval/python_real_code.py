@@ -34,6 +34,7 @@ import warnings
 from pathlib import Path
 
 from .paths import OUT, ROOT, tokenizer_file
+from .real_code import mutate, timed_walk
 
 sys.path.insert(0, str(ROOT / "tests"))
 from lark_indenter import lark_parser, python_indenter  # noqa: E402 - a test helper, shared with the tests
@@ -123,24 +124,7 @@ def acceptance(text: str, files: list[Path]) -> dict:
     }
 
 
-def mutate(data: bytes, rng: random.Random) -> bytes:
-    """One random edit of a source file: a line dropped, doubled or swapped, a byte deleted or inserted."""
-    lines = data.split(b"\n")
-    kind = rng.choice(["drop", "double", "swap", "delete", "insert"])
-    i = rng.randrange(len(lines))
-    if kind == "drop":
-        del lines[i]
-    elif kind == "double":
-        lines.insert(i, lines[i])
-    elif kind == "swap" and len(lines) > 1:
-        j = min(i + 1, len(lines) - 1)
-        lines[i], lines[j] = lines[j], lines[i]
-    else:
-        pos = rng.randrange(max(1, len(data)))
-        if kind == "delete":
-            return data[:pos] + data[pos + 1 :]
-        return data[:pos] + bytes([rng.choice(b"{}()[]:;,.=*@<>+-!\n x0\"'\\#\t")]) + data[pos:]
-    return b"\n".join(lines)
+PY_INSERTED = b"{}()[]:;,.=*@<>+-!\n x0\"'\\#\t"  # bytes a mutant may gain
 
 
 def mutations(text: str, files: list[Path], n: int, seed: int) -> dict:
@@ -150,7 +134,7 @@ def mutations(text: str, files: list[Path], n: int, seed: int) -> dict:
     pool = [d for d in pool if ast_accepts(d) and grammar_accepts(text, d)]
     accepted, wrong, missed = 0, [], 0
     for _ in range(n):
-        data = mutate(rng.choice(pool), rng)
+        data = mutate(rng.choice(pool), rng, PY_INSERTED)
         g, a = grammar_accepts(text, data), ast_accepts(data)
         accepted += g
         missed += a and not g
@@ -282,16 +266,9 @@ def mask_walks(text: str, files: list[Path], tokenizer: str, limit: int, max_byt
         first = time.perf_counter() - t0
         times, refused, eos_missing = [], [], []
         for p, data, ids in chosen:
-            state = masker.initial_state()
-            for i, tok in enumerate(ids):
-                t = time.perf_counter()
-                words = masker.mask(state)
-                times.append(time.perf_counter() - t)
-                if not gg.bitmask_to_bool(words, vocab.vocab_size)[tok]:
-                    (eos_missing if i == len(ids) - 1 else refused).append(f"{p.relative_to(PY_ROOT)} token {i}")
-                    break
-                if i < len(ids) - 1:
-                    state = masker.advance(state, tok)
+            at = timed_walk(masker, ids, times)
+            if at is not None:
+                (eos_missing if at == len(ids) - 1 else refused).append(f"{p.relative_to(PY_ROOT)} token {at}")
     ms = np.array(times) * 1e3
     return {
         "tokenizer": tokenizer, "files": len(chosen), "bytes": sum(len(d) for _, d, _ in chosen), "not_encodable": not_encodable, "tokens": len(times),

@@ -157,6 +157,29 @@ def reference_bits(s, prefix: bytes) -> np.ndarray:
     return expected
 
 
+def compare_walk(s, script: list[int], extra: int, rng, may_take=lambda token: True) -> None:
+    """Follow ``script`` then ``extra`` random allowed tokens (those ``may_take(bytes)`` lets
+    through), the mask equal to the reference at each step (``s`` as for :func:`reference_bits`,
+    with a ``masker``)."""
+    state, prefix = s.masker.initial_state(), b""
+    for step in range(len(script) + extra):
+        got = engine_bits(s.masker.mask(state), s.vocab_size)
+        want = reference_bits(s, prefix)
+        diff = np.nonzero(got != want)[0]
+        assert not len(diff), f"after {prefix!r}: " + ", ".join(
+            f"{describe(s, int(t))} engine={got[t]} reference={want[t]}" for t in diff[:8]
+        )
+        choices = [t for t in np.nonzero(got)[0].tolist() if t != EOS_ID and may_take(s.tokens[t])]
+        if step < len(script):
+            tok = script[step]
+        elif not choices:
+            return
+        else:
+            tok = rng.choice(choices)
+        state = s.masker.advance(state, tok)
+        prefix += s.tokens[tok]
+
+
 def spell(tokens, text: bytes, rng) -> list[int]:
     """A random tokenization of ``text`` over ``tokens`` (bytes or None per id): at each position,
     any token that matches there."""

@@ -15,9 +15,8 @@ import functools
 import random
 from pathlib import Path
 
-import numpy as np
 import pytest
-from helpers import EOS_ID, PAD_IDS, describe, engine_bits, reference_bits, spell
+from helpers import EOS_ID, PAD_IDS, compare_walk, spell
 from lark_semicolons import GO_AFTER, lark_go_parses
 from reference import ReferenceChecker
 
@@ -136,27 +135,6 @@ def setup():
     return s
 
 
-def compare(s, script: list[int], extra: int, rng: random.Random) -> None:
-    """Follow ``script`` then random allowed tokens, the mask equal to the reference at each step."""
-    state, prefix = s.masker.initial_state(), b""
-    for step in range(len(script) + extra):
-        got = engine_bits(s.masker.mask(state), s.vocab_size)
-        want = reference_bits(s, prefix)
-        diff = np.nonzero(got != want)[0]
-        assert not len(diff), f"after {prefix!r}: " + ", ".join(
-            f"{describe(s, int(t))} engine={got[t]} reference={want[t]}" for t in diff[:8]
-        )
-        choices = [t for t in np.nonzero(got)[0].tolist() if t != EOS_ID]
-        if step < len(script):
-            tok = script[step]
-        elif not choices:
-            return
-        else:
-            tok = rng.choice(choices)
-        state = s.masker.advance(state, tok)
-        prefix += s.tokens[tok]
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -171,14 +149,14 @@ def test_masks_match_the_reference(text: bytes) -> None:
     s = setup()
     rng = random.Random(len(text))
     ids = spell(s.tokens, text, rng)
-    compare(s, ids, 4, rng)
+    compare_walk(s, ids, 4, rng)
 
 
 def test_random_walks_match_the_reference() -> None:
     s = setup()
     rng = random.Random(9)
     for _ in range(8):
-        compare(s, [], 24, rng)
+        compare_walk(s, [], 24, rng)
 
 
 # ---------------------------------------------------------------- a real tokenizer

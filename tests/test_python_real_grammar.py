@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import EOS_ID, PAD_IDS, TOKENIZER_NAMES, describe, engine_bits, reference_bits, spell
+from helpers import EOS_ID, PAD_IDS, TOKENIZER_NAMES, compare_walk, engine_bits, spell
 from lark_indenter import lark_parses, python_indenter
 from reference import ReferenceChecker
 
@@ -235,6 +235,13 @@ PIECES = [
 QUOTES = set(b"'\"#\\")  # strings, comments, continuations
 
 
+def opens_no_string(token: bytes) -> bool:
+    """Random tokens of reference walks open no string: the reference checker, which matches each
+    terminal's regex partially at every step, takes minutes inside the string terminals (f-strings
+    above all); strings are checked against Lark instead (snippets, walks)."""
+    return not QUOTES & set(token)
+
+
 @functools.lru_cache(maxsize=None)
 def setup():
     tokens = [None, None] + list(dict.fromkeys(PIECES))
@@ -251,31 +258,6 @@ def setup():
     return s
 
 
-def compare(s, script: list[int], extra: int, rng: random.Random) -> None:
-    """Follow ``script`` then random allowed tokens, the mask equal to the reference at each step.
-
-    The random tokens open no string: the reference checker, which matches each terminal's regex
-    partially at every step, takes minutes inside the string terminals (f-strings above all);
-    strings are checked against Lark instead (snippets, walks)."""
-    state, prefix = s.masker.initial_state(), b""
-    for step in range(len(script) + extra):
-        got = engine_bits(s.masker.mask(state), s.vocab_size)
-        want = reference_bits(s, prefix)
-        diff = np.nonzero(got != want)[0]
-        assert not len(diff), f"after {prefix!r}: " + ", ".join(
-            f"{describe(s, int(t))} engine={got[t]} reference={want[t]}" for t in diff[:8]
-        )
-        choices = [t for t in np.nonzero(got)[0].tolist() if t != EOS_ID and not QUOTES & set(s.tokens[t])]
-        if step < len(script):
-            tok = script[step]
-        elif not choices:
-            return
-        else:
-            tok = rng.choice(choices)
-        state = s.masker.advance(state, tok)
-        prefix += s.tokens[tok]
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -288,14 +270,14 @@ def compare(s, script: list[int], extra: int, rng: random.Random) -> None:
 def test_masks_match_the_reference(text: bytes) -> None:
     s = setup()
     rng = random.Random(len(text))
-    compare(s, spell(s.tokens, text, rng), 0, rng)
+    compare_walk(s, spell(s.tokens, text, rng), 0, rng, opens_no_string)
 
 
 def test_random_prefixes_match_the_reference() -> None:
     s = setup()
     rng = random.Random(11)
     for _ in range(3):
-        compare(s, [], 12, rng)
+        compare_walk(s, [], 12, rng, opens_no_string)
 
 
 # ---------------------------------------------------------------- random walks
