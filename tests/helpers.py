@@ -157,6 +157,22 @@ def reference_bits(s, prefix: bytes) -> np.ndarray:
     return expected
 
 
+def single_byte_masker(grammar: gg.Grammar) -> gg.Masker:
+    """A masker over the 256 single bytes: id 0 is EOS, byte b is token b + 1."""
+    tokens = [None] + [bytes([b]) for b in range(256)]
+    return gg.Masker(gg.compile(grammar, gg.Vocabulary.from_token_bytes(tokens, eos_token_ids=[0])))
+
+
+def masks_accept(masker: gg.Masker, data: bytes) -> bool:
+    """Every byte allowed in turn by ``single_byte_masker``'s masks, and EOS at the end."""
+    state = masker.initial_state()
+    for b in data:
+        if not gg.bitmask_to_bool(masker.mask(state), 257)[b + 1]:
+            return False
+        state = masker.advance(state, b + 1)
+    return masker.is_complete(state)
+
+
 def compare_walk(s, script: list[int], extra: int, rng, may_take=lambda token: True) -> None:
     """Follow ``script`` then ``extra`` random allowed tokens (those ``may_take(bytes)`` lets
     through), the mask equal to the reference at each step (``s`` as for :func:`reference_bits`,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import EOS_ID, PAD_IDS, TOKENIZER_NAMES, compare_walk, engine_bits, spell
+from helpers import EOS_ID, PAD_IDS, TOKENIZER_NAMES, compare_walk, engine_bits, masks_accept, single_byte_masker, spell
 from lark_indenter import lark_parses, python_indenter
 from reference import ReferenceChecker
 
@@ -59,20 +59,11 @@ def grammar() -> gg.Grammar:
 
 @functools.lru_cache(maxsize=None)
 def byte_masker() -> gg.Masker:
-    """A vocabulary of the 256 single bytes (id 0: EOS)."""
-    tokens = [None] + [bytes([b]) for b in range(256)]
-    return gg.Masker(gg.compile(grammar(), gg.Vocabulary.from_token_bytes(tokens, eos_token_ids=[0])))
+    return single_byte_masker(grammar())
 
 
 def engine_accepts(data: bytes) -> bool:
-    """Every byte allowed in turn and EOS at the end (byte b is token b + 1)."""
-    m = byte_masker()
-    state = m.initial_state()
-    for b in data:
-        if not gg.bitmask_to_bool(m.mask(state), 257)[b + 1]:
-            return False
-        state = m.advance(state, b + 1)
-    return m.is_complete(state)
+    return masks_accept(byte_masker(), data)
 
 
 def test_lark_builds_it_without_conflicts(caplog) -> None:
