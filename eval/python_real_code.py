@@ -27,7 +27,6 @@ import ast
 import contextlib
 import json
 import random
-import re
 import sys
 import time
 import warnings
@@ -157,7 +156,6 @@ WALK_PIECES = [
     "'s'", '"s"', "f'{x}'", "b'b'", "r'\\d'", '"""doc"""', "0x1F", "1_000", "1.5e3", "2j", "# c\n", "\\\n",
     "[x for x in y]", "lambda x: x", "print(", "@dec\n", "async def g():", "await ",
 ]  # fmt: skip
-INDENTED_FIRST_LINE = re.compile(rb"(\\\r?\n)*[ \t\f]")  # after backslash continuations, if any
 CLOSERS = ["\n", ")", "]", "}", ":", "'", '"', "x", "1", "pass", ":\n    ", "\n    ", "\n        "]
 
 
@@ -203,23 +201,18 @@ def random_walks(n: int, seed: int, max_tokens: int = 120) -> dict:
             state = masker.advance(state, tok)
             out += pieces[tok]
     wrong = [o for o in outputs if not ast_accepts(o)]
-    # the documented over-acceptances: an indented first line (Lark's indenter sees indentation
-    # only after a newline) and f-string replacement fields whose expression does not parse
-    # (a field is one string token); counted apart from the rest
-    # and a number directly followed by "as"/"async"/"from" (README, grammars/python.lark's header)
-    indented = [o for o in wrong if INDENTED_FIRST_LINE.match(o)]
-    fstring = [o for o in wrong if o not in indented and ast_error(o).startswith("f-string")]
-    number_word = [o for o in wrong if o not in indented and ast_error(o).startswith("invalid decimal literal")]
-    other = [o for o in wrong if o not in indented and o not in fstring and o not in number_word]
+    # the documented over-acceptance (grammars/python.lark's header): f-string replacement fields
+    # whose expression does not parse (a field is one string token); counted apart from the rest
+    fstring = [o for o in wrong if ast_error(o).startswith("f-string")]
+    other = [o for o in wrong if o not in fstring]
     lark_disagrees = [o.decode("utf-8", "replace") for o in outputs if not grammar_accepts(text, o)]
     return {
         "walks_tried": tries, "walks_ended_with_eos": len(outputs), "dead_ends": dead,
         "accepted_but_rejected": len(wrong), "share": round(len(wrong) / max(1, len(outputs)), 4),
-        "of_those_indented_first_line": len(indented), "of_those_fstring_field": len(fstring),
-        "of_those_number_then_word": len(number_word),
+        "of_those_fstring_field": len(fstring),
         "accepted_but_rejected_other": len(other), "share_other": round(len(other) / max(1, len(outputs)), 4),
         "lark_rejects": len(lark_disagrees),
-        "examples": [(o.decode("utf-8", "replace"), ast_error(o)) for o in (other + number_word + fstring + indented)[:6]],
+        "examples": [(o.decode("utf-8", "replace"), ast_error(o)) for o in (other + fstring)[:6]],
         "some_outputs": [o.decode("utf-8", "replace") for o in outputs[:5]],
     }  # fmt: skip
 

@@ -44,7 +44,7 @@ from .version import __version__
 from .vocab import Vocabulary
 
 MAGIC = "greatgramma-compiled"
-FORMAT_VERSION = 6  # 6: grammar.semicolons
+FORMAT_VERSION = 7  # 6: grammar.semicolons; 7: grammar.indenter.line_start
 
 
 class Invalid(ValueError):
@@ -156,6 +156,7 @@ _INDENTER = {
     "close": [str],
     "tab_len": int,
     "max_column": int,
+    "line_start": bool,
 }
 _SEMICOLONS = {"nl": str, "semicolon": str, "after": [str]}
 _TERMINAL = {

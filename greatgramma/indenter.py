@@ -30,6 +30,10 @@ class Indenter(Postlexer):
 
     ``max_column``: indentation columns the engine tells apart. A newline at bracket depth 0
     whose column reaches it is refused (a stated limit, never a silent guess).
+    ``line_start``: the text begins at the start of a line, so its first line's indentation is
+    read as a newline's would be (as Python reads a file: an indented first line is refused).
+    Lark's ``Indenter`` sees indentation only after a newline; with ``line_start`` the engine
+    decides what Lark decides for ``"\n" + text``. ``python()`` sets it.
     """
 
     nl: str = "_NL"
@@ -39,11 +43,12 @@ class Indenter(Postlexer):
     close: tuple[str, ...] = ("RPAR", "RSQB", "RBRACE")
     tab_len: int = 8
     max_column: int = 64
+    line_start: bool = False
 
     @classmethod
     def python(cls, **overrides) -> "Indenter":
-        """The preset for Python grammars (the benchmark's ``python.lark``)."""
-        return cls(**overrides)
+        """The preset for Python grammars (``grammars/python.lark`` and the benchmark's copy)."""
+        return cls(**{"line_start": True, **overrides})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "open", tuple(self.open))
@@ -52,9 +57,14 @@ class Indenter(Postlexer):
             raise ValueError(f"Indenter.max_column must be in 1..1024, got {self.max_column}")
         if self.tab_len < 1:
             raise ValueError(f"Indenter.tab_len must be positive, got {self.tab_len}")
+        if not isinstance(self.line_start, bool):
+            raise TypeError(f"Indenter.line_start must be a bool, got {type(self.line_start).__name__}")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    def leading_bytes(self) -> bytes:
+        return b"\n" if self.line_start else b""
 
     def made_terminals(self) -> tuple[str, ...]:
         return (self.indent, self.dedent)

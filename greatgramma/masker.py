@@ -68,6 +68,7 @@ class Masker:
         self._views = LexerViews(compiled.blocks, self._vocab.vocab_size, 4 * share, max(2, cache_size // 16))
         self._rows = ViableRows(compiled.sequences, self.parser, split_depth, 6 * share, cache_size)
         self._id = compiled.identity
+        self._initial = self._start(compiled)
 
     def caches(self) -> dict[str, BoundedCache]:
         """The bounded caches by name (for measuring and tests)."""
@@ -76,7 +77,7 @@ class Masker:
     # ------------------------------------------------------------ public API
 
     def initial_state(self) -> State:
-        return State(0, self.parser.initial_stack(), False, self._id)
+        return self._initial
 
     def mask(self, state: State) -> np.ndarray:
         """int32 bitmask of shape (ceil(V/32),): bit t set iff token t is allowed next."""
@@ -186,6 +187,16 @@ class Masker:
         return list(dict.fromkeys(names))
 
     # ------------------------------------------------------------ internals
+
+    def _start(self, compiled: CompiledGrammar) -> State:
+        """The state before any output: the postlexer's leading bytes (an indenter's line start) read."""
+        post = compiled.grammar.postlexer
+        lead = b"" if post is None else post.leading_bytes()
+        ran = self._lexer.feed(0, lead) if lead else ([], 0)
+        stack = None if ran is None else self._feed_all(self.parser.initial_stack(), ran[0])
+        if stack is None or not self._end_ok(stack, ran[1]):
+            raise GreatGrammaError(f"the grammar cannot begin after the postlexer's leading bytes {lead!r}")
+        return State(ran[1], stack, False, self._id)
 
     def _check(self, state: State) -> None:
         if not isinstance(state, State) or state.grammar_id != self._id:

@@ -27,6 +27,11 @@ class Postlexer(ABC):
         """Terminals the lexer must make although no rule uses them (Lark's ``always_accept``)."""
         return ()
 
+    def leading_bytes(self) -> bytes:
+        """Bytes the text is read as if it followed (the indenter's ``line_start``: a newline).
+        Default: none."""
+        return b""
+
     def check_terminals(self, names: list[str]) -> None:
         """GrammarError unless the grammar's terminals (``names``) include those the postlexer reads."""
 

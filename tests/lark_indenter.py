@@ -1,7 +1,9 @@
 """Lark's Indenter postlexer as a test helper: the reference for grammars with indentation (python.lark).
 
-`python_indenter()` is what grammars/bench/python.lark needs: `_NL` newlines, `(`/`[`/`{` suspend
-indentation, `_INDENT`/`_DEDENT` declared terminals, tabs count 8 columns.
+`python_indenter()` is what grammars/python.lark and grammars/bench/python.lark need: `_NL`
+newlines, `(`/`[`/`{` suspend indentation, `_INDENT`/`_DEDENT` declared terminals, tabs count 8
+columns, and the text begins at a line start (gg.Indenter's `line_start`, which Lark's Indenter
+lacks: the parser from `lark_parser` parses "\n" + text then, so an indented first line counts).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ def lark_indenter(
     tab_len: int = 8,
     indent: str = "_INDENT",
     dedent: str = "_DEDENT",
+    line_start: bool = False,
 ) -> Indenter:
-    """A fresh `lark.indenter.Indenter` with these terminal names."""
+    """A fresh `lark.indenter.Indenter` with these terminal names (``line_start``: read by `lark_parser`)."""
     columns = tab_len  # a class body cannot read a closure variable it also assigns
 
     class _Indenter(Indenter):
@@ -32,19 +35,31 @@ def lark_indenter(
         DEDENT_type = dedent
         tab_len = columns
 
-    return _Indenter()
+    made = _Indenter()
+    made.line_start = line_start
+    return made
 
 
 def python_indenter() -> Indenter:
     """A fresh indenter for grammars/bench/python.lark."""
-    return lark_indenter("_NL", ["LPAR", "LSQB", "LBRACE"], ["RPAR", "RSQB", "RBRACE"], tab_len=8)
+    return lark_indenter("_NL", ["LPAR", "LSQB", "LBRACE"], ["RPAR", "RSQB", "RBRACE"], tab_len=8, line_start=True)
+
+
+class _LineStartLark:
+    """A Lark parser that reads its text as if it followed a newline."""
+
+    def __init__(self, parser: lark.Lark) -> None:
+        self.lark = parser
+
+    def parse(self, text: str):
+        return self.lark.parse("\n" + text)
 
 
 @lru_cache(maxsize=8)
-def _parser(grammar_text: str, indenter_key: tuple) -> lark.Lark:
-    nl, open_paren, close_paren, tab_len, indent, dedent = indenter_key
-    postlex = lark_indenter(nl, open_paren, close_paren, tab_len, indent, dedent)
-    return lark.Lark(grammar_text, parser="lalr", lexer="basic", postlex=postlex)
+def _parser(grammar_text: str, indenter_key: tuple) -> lark.Lark | _LineStartLark:
+    *names, line_start = indenter_key
+    parser = lark.Lark(grammar_text, parser="lalr", lexer="basic", postlex=lark_indenter(*names))
+    return _LineStartLark(parser) if line_start else parser
 
 
 def _key(indenter: Indenter) -> tuple:
@@ -55,10 +70,11 @@ def _key(indenter: Indenter) -> tuple:
         indenter.tab_len,
         indenter.INDENT_type,
         indenter.DEDENT_type,
+        getattr(indenter, "line_start", False),
     )
 
 
-def lark_parser(grammar_text: str, indenter: Indenter) -> lark.Lark:
+def lark_parser(grammar_text: str, indenter: Indenter) -> lark.Lark | _LineStartLark:
     """A Lark LALR parser (basic lexer) with this indenter as postlexer, built once per grammar and indenter."""
     return _parser(grammar_text, _key(indenter))
 

@@ -771,6 +771,7 @@ class IndenterConfig(NamedTuple):
     close: frozenset
     tab_len: int
     max_column: int
+    line_start: bool
 
 
 # Text put between the current lexeme and trailing spaces/tabs when the completions of a
@@ -793,7 +794,9 @@ class ReferenceChecker:
     ``lark.indenter.Indenter`` made exact, see the module docstring) with keys ``nl`` (newline
     terminal name), ``indent`` / ``dedent`` (default ``"_INDENT"`` / ``"_DEDENT"``, declared in
     the grammar with ``%declare``), ``open`` / ``close`` (bracket terminal names), ``tab_len``
-    (default 8) and ``max_column`` (required: columns >= max_column are rejected).
+    (default 8), ``max_column`` (required: columns >= max_column are rejected) and ``line_start``
+    (default False: the text is read as if it followed a newline, so the first line's
+    indentation counts, as Python reads a file).
     """
 
     def __init__(
@@ -816,7 +819,7 @@ class ReferenceChecker:
         self._backtracks: dict[bytes, bool] = {}
         self.indenter: Optional[IndenterConfig] = None
         if indenter is not None:
-            extra = set(indenter) - {"nl", "indent", "dedent", "open", "close", "tab_len", "max_column"}
+            extra = set(indenter) - {"nl", "indent", "dedent", "open", "close", "tab_len", "max_column", "line_start"}
             if extra:
                 raise TypeError(f"unknown indenter option(s) {sorted(extra)}")
             ind = self.indenter = IndenterConfig(
@@ -827,6 +830,7 @@ class ReferenceChecker:
                 close=frozenset(indenter.get("close", ())),
                 tab_len=int(indenter.get("tab_len", 8)),
                 max_column=int(indenter["max_column"]),
+                line_start=bool(indenter.get("line_start", False)),
             )
             by_name = {t.name: t for t in self.terminals}
             if ind.nl not in by_name:
@@ -867,7 +871,9 @@ class ReferenceChecker:
         return 0, None
 
     def initial_state(self) -> LexState:
-        return LexState((), b"", self._all)
+        """Before any output; with the indenter's ``line_start``, after a virtual newline."""
+        empty = LexState((), b"", self._all)
+        return self.feed(empty, b"\n") if self.indenter is not None and self.indenter.line_start else empty
 
     def feed(self, state: Optional[LexState], data: bytes) -> Optional[LexState]:
         """Continue lexing ``data`` from ``state``; None once the input is dead.

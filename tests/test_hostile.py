@@ -27,7 +27,7 @@ import greatgramma as gg
 
 LEAD_BYTES = range(0xC2, 0xF5)
 CONTEXTS_PER_STATE = 2
-PY_REF_INDENTER = dict(nl="_NL", open=("LPAR", "LSQB", "LBRACE"), close=("RPAR", "RSQB", "RBRACE"), tab_len=8, max_column=64)
+PY_REF_INDENTER = dict(nl="_NL", open=("LPAR", "LSQB", "LBRACE"), close=("RPAR", "RSQB", "RBRACE"), tab_len=8, max_column=64, line_start=True)
 
 pytestmark = pytest.mark.real_tokenizers
 

@@ -39,7 +39,7 @@ GRAMMAR_PATH = ROOT / "grammars" / "python.lark"
 TEXT = GRAMMAR_PATH.read_text(encoding="utf-8")
 PY311 = sys.version_info[:2] == (3, 11)
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-REF_INDENTER = dict(nl="_NL", open=("LPAR", "LSQB", "LBRACE"), close=("RPAR", "RSQB", "RBRACE"), tab_len=8, max_column=64)
+REF_INDENTER = dict(nl="_NL", open=("LPAR", "LSQB", "LBRACE"), close=("RPAR", "RSQB", "RBRACE"), tab_len=8, max_column=64, line_start=True)
 
 
 def ast_accepts(data: bytes) -> bool:
@@ -83,6 +83,7 @@ def test_lark_builds_it_without_conflicts(caplog) -> None:
 
 
 SNIPPETS = [
+    b"  # a comment line may be indented\n\nx = 1\n",
     # decorators, classes with keywords, async/await, annotations and type hints
     b"@dec\n@mod.dec(1, k=2)\nclass A(B, metaclass=M):\n    x: int = 1\n    y: 'T'\n\n    @property\n"
     b"    def f(self) -> list[int]:\n        return [1]\n",
@@ -156,7 +157,13 @@ INVALID = [  # ast.parse refuses each; so does the grammar
     b"x = [1,\n",
     b"print 'x'\n",
     b"x = (a, b): int\n",
+    b"x = [1async for x in y]\n",  # a number directly followed by as/async/from (NUMBER_THEN_WORD)
+    b"raise 1from x\n",
+    b"with 1as x: pass\n",
     b"x = 1",  # a last line without its newline (accepted by Python; see below)
+    b"  x = 1\n",  # an indented first line (the indenter's line_start)
+    b"# c\n  x = 1\n",
+    b"  \n\t x = 1\n",
 ]
 
 
@@ -184,7 +191,6 @@ def test_documented_differences() -> None:
         b"x = f'{a(b(c(d)))}'\n",  # brackets deeper than 2 in a replacement field
     ]
     accepted = [
-        b"  x = 1\n",  # an indented first line
         b"x = '\\N{no such name}'\n",
         b"x = f'{1 +}'\n",  # a replacement field's expression is not parsed
     ]
