@@ -67,7 +67,8 @@ class LexingTransducer:
         """The lexer state for DFA state q with a fallback (q itself when it needs none).
 
         Extended states are numbered as they are met, one per (q, fallback terminal, what the
-        pending bytes lex to from the start): pending bytes that lex alike behave alike. A
+        pending bytes lex to from the start, parser-visible terminals and end state): pending
+        bytes that lex alike behave alike. A
         fallback more than MAX_BACKTRACK bytes back is forgotten (a stated limit).
         """
         if term == DEAD or not self.risky[q] or len(pending) > MAX_BACKTRACK:
@@ -76,17 +77,43 @@ class LexingTransducer:
         got = self._ext_index.get(key)
         if got is None:
             ran = self.feed(0, pending)  # outside the lock: it may make shorter extended states
-            relex = (tuple(ran[0]), ran[1]) if ran else ((), DEAD)
+            relex = (tuple(t for t in ran[0] if not self.ignored[t]), ran[1]) if ran else ((), DEAD)
             with self._lock:
                 got = self._ext_index.get(key)
                 if got is None:
-                    canon = (q, term, relex)
-                    got = self._ext_by_relex.get(canon)
-                    if got is None:
-                        got = self._ext_by_relex[canon] = self.num_states + len(self._ext)
-                        self._ext.append(key)
-                        self._relex[got] = relex
-                    self._ext_index[key] = got
+                    got = self._ext_index[key] = self._intern(key, relex)
+        return got
+
+    def extended_many(self, q: np.ndarray, term: np.ndarray, relexed: np.ndarray, unpack, pending_of) -> np.ndarray:
+        """:meth:`extended` for many (q[i], term[i], pending_i) at once, given what each pending
+        lexes to from the start as an outcome row (``relexed[i]``; DEAD: it dies; ``unpack``
+        reads a row) rather than the bytes, which ``pending_of(i)`` gives only for a new state.
+        The caller has checked that q[i] is risky and the pending bytes are short enough."""
+        out = np.empty(len(q), dtype=np.int64)
+        if not len(q):
+            return out
+        keys = np.stack([np.asarray(q, dtype=np.int64), np.asarray(term, dtype=np.int64), np.asarray(relexed, dtype=np.int64)])
+        uniq, first, inv = np.unique(keys, axis=1, return_index=True, return_inverse=True)
+        ids = []
+        for (qq, tt, row), i in zip(uniq.T.tolist(), first.tolist()):
+            relex = unpack(row) if row != DEAD else ((), DEAD)
+            got = self._ext_by_relex.get((qq, tt, relex))
+            if got is None:
+                with self._lock:
+                    got = self._intern((qq, tt, pending_of(i)), relex)
+            ids.append(got)
+        out[:] = np.asarray(ids, dtype=np.int64)[inv.reshape(-1)]
+        return out
+
+    def _intern(self, key: tuple[int, int, bytes], relex: tuple) -> int:
+        """The extended state of ``key`` whose pending bytes relex to ``relex`` (parser-visible
+        terminals, end state): one per (DFA state, fallback terminal, relex). Under the lock."""
+        canon = (key[0], key[1], relex)
+        got = self._ext_by_relex.get(canon)
+        if got is None:
+            got = self._ext_by_relex[canon] = self.num_states + len(self._ext)
+            self._ext.append(key)
+            self._relex[got] = relex
         return got
 
     def extended_keys(self) -> list[tuple[int, int, bytes]]:
@@ -146,9 +173,9 @@ class LexingTransducer:
             )
 
     def relexed(self, state: int) -> tuple[tuple[int, ...], int]:
-        """For an extended state: what backing up does (terminals emitted after the fallback
-        terminal when its pending bytes are lexed again, and the state they end in; DEAD if
-        they die)."""
+        """For an extended state: what backing up does (parser-visible terminals emitted after
+        the fallback terminal when its pending bytes are lexed again, and the state they end
+        in; DEAD if they die)."""
         return self._relex[state]
 
     def feed(self, state: int, data: bytes) -> tuple[list[int], int] | None:

@@ -20,8 +20,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .codes import DEAD, END, END_HELD, END_LA, FALLBACK, NEWLINE_SEEN, NO_TERM
+from .codes import DEAD, END, END_HELD, END_LA, FALLBACK, NEWLINE_SEEN, NO_TERM, UNKNOWN
 from .errors import ResourceLimitError
+from .lexer import MAX_BACKTRACK
 from .transducer import TokenTransducer
 
 
@@ -264,12 +265,80 @@ class SubtreeWalks:
         first[held_end] = END
         ends = np.flatnonzero(held_end & ((before != DEAD) | (own != DEAD)))  # those that hold a fallback
         if len(ends):
-            tstrings, extended = self.trie.strings, lexer.extended
-            rest[ends] = [
-                extended(r, t, tstrings[s]) if t != DEAD else extended(r, own, pending + tstrings[s])
-                for s, r, t in zip(strings[ends].tolist(), rest[ends].tolist(), before[ends].tolist())
-            ]
+            rest[ends] = self._holding(strings[ends], rest[ends], before[ends], (own, pending))
         return strings[keep], first[keep], rest[keep], part[keep]
+
+    def _holding(self, strings: np.ndarray, state: np.ndarray, before: np.ndarray, own: tuple[int, bytes]) -> np.ndarray:
+        """The lexer states of strings that end inside the lexeme in DFA ``state`` holding a
+        fallback: ``before`` (just before the string; the pending bytes are the string) or else
+        the entering state's own (its pending bytes, then the string). What the pending bytes lex
+        to is read off the suffix rows and the walks (:meth:`outcome_rows`), not run byte by byte."""
+        lexer, trie, tr = self.lexer, self.trie, self.transducer
+        term, pending = own
+        by_before = before != DEAD
+        size = trie.lengths[strings].astype(np.int64) + np.where(by_before, 0, len(pending))
+        go = lexer.risky[state] & (size <= MAX_BACKTRACK)  # else the fallback is forgotten (``extended``)
+        rows = np.full(len(strings), DEAD, dtype=np.int64)
+        mine = go & by_before
+        rows[mine] = tr.rows_at(trie.offsets[strings[mine]])
+        theirs = np.flatnonzero(go & ~by_before)
+        if len(theirs):  # the entering state's pending bytes, then the string: from where they end
+            ran = lexer.feed(0, pending)
+            if ran is not None:
+                got = self.outcome_rows(ran[1], strings[theirs])
+                for t in reversed([t for t in ran[0] if not lexer.ignored[t]]):
+                    known = got != UNKNOWN
+                    got[known] = tr.outcomes.intern_many(np.full(int(known.sum()), t, dtype=np.int64), got[known])
+                rows[theirs] = got
+        slow = np.flatnonzero(go & (rows == UNKNOWN))  # those that back up to a fallback: byte by byte
+        out = state.copy()
+        tstrings = trie.strings
+
+        def pending_of(i: int) -> bytes:
+            return tstrings[int(strings[i])] if by_before[i] else pending + tstrings[int(strings[i])]
+
+        out[slow] = [lexer.extended(int(state[i]), term, pending_of(i)) for i in slow.tolist()]
+        fast = np.flatnonzero(go & (rows != UNKNOWN))
+        fallback = np.where(by_before, before, term)
+        out[fast] = lexer.extended_many(
+            state[fast], fallback[fast], rows[fast], tr.outcomes.unpack, lambda i: pending_of(int(fast[i]))
+        )
+        return out
+
+    def outcome_rows(self, x: int, strings: np.ndarray) -> np.ndarray:
+        """The outcome rows of the strings read from lexer state x (DEAD where they die; UNKNOWN
+        where one backs up to x's own fallback), from the suffix rows and the subtree walks."""
+        lexer, trie, tr = self.lexer, self.trie, self.transducer
+        out = np.full(len(strings), DEAD, dtype=np.int64)
+        if x == DEAD or not len(strings):
+            return out
+        q = lexer.base(x)
+        first = trie.first_bytes[strings].astype(np.int64)
+        nxt, here = lexer.delta[q, first].astype(np.int64), lexer.accept_next[q, first].astype(np.int64)
+        if q == 0:
+            nxt[:] = DEAD  # from the start state a string's outcome is its suffix row at offset 0
+        restart = (nxt == DEAD) & ((here != DEAD) | (q == 0))
+        rows0 = tr.rows_at(trie.offsets[strings[restart]])
+        out[restart] = rows0 if q == 0 else tr._emit(here[restart], rows0)
+        if x >= lexer.num_states:
+            out[(nxt == DEAD) & (here == DEAD)] = UNKNOWN  # the lexeme dies at the first byte: backs up
+        live = np.flatnonzero(nxt != DEAD)
+        if len(live):
+            firsts = np.unique(first[live]).tolist()
+            walk = self.resolve(x, list(zip(firsts, self.subtrees([(b, int(lexer.delta[q, b])) for b in firsts]))))
+            where = np.full(len(trie), -1, dtype=np.int64)
+            where[walk.strings] = np.arange(len(walk.strings))
+            at = where[strings[live]]
+            found = at >= 0  # the others die
+            f, r = walk.first[at[found]], walk.rest[at[found]]
+            row = np.full(len(f), UNKNOWN, dtype=np.int64)  # FALLBACK: backs up to x's own fallback
+            end = f == END
+            row[end] = tr.outcomes.intern_many(f[end], r[end])
+            row[f == NO_TERM] = r[f == NO_TERM]
+            emits = f >= 0
+            row[emits] = tr._emit(f[emits], r[emits])
+            out[live[found]] = row
+        return out
 
 
 def is_held(first: np.ndarray) -> np.ndarray:
