@@ -17,7 +17,7 @@ rejects are skipped and counted. Measures:
   timed part holds ``/tmp/gg-timing.lock`` (flock) so that it never overlaps other timing runs.
 
 ``python -m eval.python_real_code`` writes eval/out/python_real_code.json and prints a summary;
-``--update-results`` also writes the checked-in eval/python_real_code-2026-12-01.json.
+``--update-results`` also writes the checked-in eval/python_real_code-2026-12-02.json.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from lark_indenter import lark_parser, python_indenter  # noqa: E402 - a test he
 
 PY_ROOT = Path("/usr/lib/python3.11")
 GRAMMAR = ROOT / "grammars" / "python.lark"
-RESULTS = ROOT / "eval" / "python_real_code-2026-12-01.json"
+RESULTS = ROOT / "eval" / "python_real_code-2026-12-02.json"
 TOKENIZERS = ("llama2", "llama3", "qwen3")
 LOCK = Path("/tmp/gg-timing.lock")
 

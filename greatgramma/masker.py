@@ -194,8 +194,11 @@ class Masker:
         lead = b"" if post is None else post.leading_bytes()
         ran = self._lexer.feed(0, lead) if lead else ([], 0)
         stack = None if ran is None else self._feed_all(self.parser.initial_stack(), ran[0])
-        if stack is None or not self._end_ok(stack, ran[1]):
-            raise GreatGrammaError(f"the grammar cannot begin after the postlexer's leading bytes {lead!r}")
+        if stack is None or (lead and not self._end_ok(stack, ran[1])):
+            raise GreatGrammaError(
+                f"the grammar cannot begin after the postlexer's leading bytes {lead!r} "
+                f"({post!r}: its start rule must take what they lex to, e.g. start: (_NL | stmt)*)"
+            )
         return State(ran[1], stack, False, self._id)
 
     def _check(self, state: State) -> None:

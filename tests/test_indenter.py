@@ -257,3 +257,51 @@ def test_split_columns_keeps_the_other_terminals() -> None:
         assert accept[walk(delta, word)] == 0
     assert [int(accept[walk(delta, b"\n" + b" " * c)]) for c in range(7)] == [2, 3, 4, 5, 6, 6, 6]
     assert accept[walk(delta, b"// no newline yet")] == 2 + 4  # no column yet: the last copy
+
+
+# ---------------------------------------------------------------------------------------------
+# line_start: the text read as if it followed a newline (Indenter.python() sets it)
+
+LINES = 'start: (_NL | stmt)*\nstmt: NAME _NL\nNAME: /[a-z]+/\n_NL: /(\\r?\\n[\\t ]*)+/\n%ignore " "\n%declare _INDENT _DEDENT\n'
+
+
+def _accepts(indenter: gg.Indenter, text: bytes, grammar: str = LINES) -> bool:
+    vocab = gg.Vocabulary.from_token_bytes([None] + [bytes([b]) for b in range(1, 128)], eos_token_ids=[0])
+    masker = gg.Masker(gg.compile(gg.Grammar(grammar, indenter=indenter), vocab))
+    state = masker.initial_state()
+    for b in text:
+        if not gg.bitmask_to_bool(masker.mask(state), 128)[b]:
+            return False
+        state = masker.advance(state, b)
+    return masker.is_complete(state)
+
+
+@pytest.mark.parametrize(
+    "text, lark_way, python_way",
+    [
+        (b"a\n", True, True),
+        (b"  a\n", True, False),  # an indented first line: Lark's indenter never sees it; Python refuses it
+        (b"\n  a\n", False, False),
+        (b"  \na\n", True, True),  # a blank first line may hold spaces
+        (b"", True, True),
+    ],
+)
+def test_line_start_reads_the_first_line_indentation(text: bytes, lark_way: bool, python_way: bool) -> None:
+    plain = gg.Indenter(open=(), close=())
+    assert _accepts(plain, text) is lark_way
+    assert _accepts(gg.Indenter(open=(), close=(), line_start=True), text) is python_way
+    # the same as Lark's indenter on "\n" + text (tests/lark_indenter.py)
+    from lark_indenter import lark_parses
+
+    assert lark_parses(LINES, text, lark_indenter("_NL", [], [], line_start=True)) is python_way
+    assert lark_parses(LINES, text, lark_indenter("_NL", [], [])) is lark_way
+
+
+def test_line_start_needs_a_start_rule_that_takes_a_newline() -> None:
+    grammar = LINES.replace("start: (_NL | stmt)*", "start: stmt*")
+    assert _accepts(gg.Indenter(open=(), close=()), b"a\n")
+    with pytest.raises(gg.GreatGrammaError, match=r"leading bytes b'\\n'.*start rule must take"):
+        _accepts(gg.Indenter(open=(), close=(), line_start=True), b"a\n", grammar)
+    with pytest.raises(TypeError, match="line_start must be a bool"):
+        gg.Indenter(line_start=1)
+    assert gg.Indenter.python().line_start and not gg.Indenter().line_start
