@@ -67,9 +67,9 @@ class LexingTransducer:
         """The lexer state for DFA state q with a fallback (q itself when it needs none).
 
         Extended states are numbered as they are met, one per (q, fallback terminal, what the
-        pending bytes lex to from the start, parser-visible terminals and end state): pending
-        bytes that lex alike behave alike. A
-        fallback more than MAX_BACKTRACK bytes back is forgotten (a stated limit).
+        pending bytes lex to from the start: parser-visible terminals and end state), since
+        pending bytes that lex alike behave alike. A fallback more than MAX_BACKTRACK bytes back
+        is forgotten (a stated limit).
         """
         if term == DEAD or not self.risky[q] or len(pending) > MAX_BACKTRACK:
             return q
@@ -115,6 +115,11 @@ class LexingTransducer:
             self._ext.append(key)
             self._relex[got] = relex
         return got
+
+    def extended_key(self, state: int) -> tuple[int, int, bytes]:
+        """The (DFA state, fallback terminal, pending bytes) of an extended state: what
+        :meth:`extended` makes it from, in another lexer with the same tables too."""
+        return self._ext[state - self.num_states]
 
     def extended_keys(self) -> list[tuple[int, int, bytes]]:
         """The extended states met so far as (DFA state, fallback terminal, pending bytes), in id

@@ -290,16 +290,14 @@ class SubtreeWalks:
                     known = got != UNKNOWN
                     got[known] = tr.outcomes.intern_many(np.full(int(known.sum()), t, dtype=np.int64), got[known])
                 rows[theirs] = got
-        slow = np.flatnonzero(go & (rows == UNKNOWN))  # those that back up to a fallback: byte by byte
-        out = state.copy()
-        tstrings = trie.strings
+        out, fallback, tstrings = state.copy(), np.where(by_before, before, term), trie.strings
 
         def pending_of(i: int) -> bytes:
             return tstrings[int(strings[i])] if by_before[i] else pending + tstrings[int(strings[i])]
 
-        out[slow] = [lexer.extended(int(state[i]), term, pending_of(i)) for i in slow.tolist()]
+        slow = np.flatnonzero(go & (rows == UNKNOWN))  # those that back up to a fallback: byte by byte
+        out[slow] = [lexer.extended(int(state[i]), int(fallback[i]), pending_of(i)) for i in slow.tolist()]
         fast = np.flatnonzero(go & (rows != UNKNOWN))
-        fallback = np.where(by_before, before, term)
         out[fast] = lexer.extended_many(
             state[fast], fallback[fast], rows[fast], tr.outcomes.unpack, lambda i: pending_of(int(fast[i]))
         )

@@ -6,13 +6,15 @@ calc grammar and under the Python benchmark grammar with its indenter (whose sta
 depth and indentation levels), two grammars of different vocabulary sizes in one batch, finished
 rows and None rows, rows taken from both ends of a worker's list, a torch bitmask. Also: a worker killed between fills (its rows are filled in
 the caller, with a warning, and a new worker takes over), grammars forgotten past
-``max_grammars``, the cost-based choice to stay in the caller, the worker's hash-consed stacks.
+``max_grammars``, the cost-based choice to stay in the caller, the worker's hash-consed stacks,
+extended lexer states that the caller numbered otherwise than the workers (sent by key).
 """
 
 from __future__ import annotations
 
 import os
 import random
+import time
 
 import numpy as np
 import pytest
@@ -214,3 +216,29 @@ def test_hash_consed_stacks_share_frames() -> None:
     small = _Frames(limit=3)
     first = small.of((1, 2, 3, 4))
     assert small.of((1, 2, 3, 4)) is not first and small.of((1, 2, 3, 4)).states() == first.states()  # cleared
+
+
+def test_extended_states_met_after_the_artifact(pool: MaskWorkers) -> None:
+    """Extended (backing-up) lexer states are numbered by each process as it meets them: a state
+    the caller numbered otherwise than a worker reaches the worker by its key, not its number."""
+    text = 'start: (NAME | STRING)+\nNAME: /[a-z]+/\nSTRING: /[a-z]?("[^"\\n]*"|\'[^\'\\n]*\')/\n%ignore " "\n'
+    pieces = [None, b"u", b'"', b"ab", b" ", b"'"]  # no token from the start holds a fallback
+    compiled = gg.compile(gg.Grammar(text), gg.Vocabulary.from_token_bytes(pieces, eos_token_ids=[EOS]))
+    masker, lexer = gg.Masker(compiled), compiled.lexer
+    first = gg.Matcher(masker)
+    check_fill(pool, [first, first])  # the workers have the grammar now, no extended state met yet
+    assert lexer.num_lexer_states == lexer.num_states
+    burnt = lexer.feed(0, b"u'x")[1]  # the caller meets u' first (as another request's token would)
+    assert burnt >= lexer.num_states
+    m = _SlowHere(masker)  # so that the workers, not the caller, fill its rows
+    assert m.accept_tokens([pieces.index(p) for p in (b"u", b'"', b"ab")]) == 3
+    assert m.state.lexer > burnt  # numbered after it here; a worker meets it first
+    check_fill(pool, [first] + [m] * 6)
+
+
+class _SlowHere(gg.Matcher):
+    """A matcher whose masks take a while in the caller (the workers get its state only)."""
+
+    def next_token_mask(self):
+        time.sleep(0.05)
+        return super().next_token_mask()

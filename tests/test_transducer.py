@@ -10,7 +10,7 @@ import pytest
 from helpers import BENCH
 
 import greatgramma as gg
-from greatgramma.codes import NO_TERM
+from greatgramma.codes import DEAD, NO_TERM, UNKNOWN
 from greatgramma.views import LexerViews
 
 ALPHABET = [b"{", b"}", b'"', b"a", b"1", b" ", b"\n", b",", b":", b".", b"e", b"\xc3", b"\xa9", b"-", b"t",
@@ -36,18 +36,29 @@ def decoded(views: LexerViews, compiled, x: int, token: int):
     return ((first,) if first != NO_TERM else ()) + terms, end
 
 
-@pytest.mark.parametrize("eager", [False, True], ids=["lazy", "eager"])
-@pytest.mark.parametrize("name", ["json", "go", "java"])
-def test_views_match_byte_by_byte_lexing(name: str, eager: bool) -> None:
-    grammar = gg.Grammar.from_file(BENCH / f"{name}.lark")
+def _setup(name: str, eager: bool = False):
+    """A grammar (python: grammars/python.lark with its indenter) compiled for 500 random short
+    tokens, and lexer states to read them from: DFA states, the start state, extended ones."""
+    if name == "python":
+        grammar = gg.Grammar.from_file(BENCH.parent / "python.lark", indenter=gg.Indenter.python())
+    else:
+        grammar = gg.Grammar.from_file(BENCH / f"{name}.lark")
     rng = random.Random(name)
     tokens = sorted({b"".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 6))) for _ in range(500)})
     vocab = gg.Vocabulary([None, *tokens], eos_token_ids=[0])
     compiled = gg.compile(grammar, vocab, eager=eager)
     lexer = compiled.lexer
-    views = LexerViews(compiled.blocks, vocab.vocab_size, 64 << 20, 1 << 20)
     states = rng.sample(range(lexer.num_states), min(lexer.num_states, 120)) + [0]
     states += list(range(lexer.num_states, lexer.num_lexer_states))[:60]  # extended (backing-up) states
+    return compiled, vocab, tokens, states
+
+
+@pytest.mark.parametrize("eager", [False, True], ids=["lazy", "eager"])
+@pytest.mark.parametrize("name", ["json", "go", "java", "python"])
+def test_views_match_byte_by_byte_lexing(name: str, eager: bool) -> None:
+    compiled, vocab, tokens, states = _setup(name, eager)
+    lexer = compiled.lexer
+    views = LexerViews(compiled.blocks, vocab.vocab_size, 64 << 20, 1 << 20)
     for x in states:
         for token, tok in enumerate(tokens, start=1):
             ran = lexer.feed(x, tok)
@@ -57,3 +68,23 @@ def test_views_match_byte_by_byte_lexing(name: str, eager: bool) -> None:
                 expected = (tuple(t for t in terms if not lexer.ignored[t]), end)
             assert decoded(views, compiled, x, token) == expected, (x, tok)
     assert np.array_equal(views.view(0).code, LexerViews(compiled.blocks, vocab.vocab_size, 1 << 20, 2).view(0).code)
+
+
+@pytest.mark.parametrize("name", ["json", "go", "python"])
+def test_outcome_rows_match_byte_by_byte_lexing(name: str) -> None:
+    """SubtreeWalks.outcome_rows (what strings do from a lexer state, read off the suffix rows and
+    the walks: how held fallbacks get their extended states in bulk) against LexingTransducer.feed,
+    end states included: the extended states made in bulk are the ones feed makes."""
+    compiled, _, _, states = _setup(name)
+    lexer, walks, outcomes = compiled.lexer, compiled.blocks.subtrees, compiled.transducer.outcomes
+    strings = walks.trie.strings
+    for x in states + list(range(lexer.num_states, lexer.num_lexer_states))[:200]:
+        rows = walks.outcome_rows(x, np.arange(len(strings)))
+        for s, row in zip(strings, rows.tolist()):
+            ran = lexer.feed(x, s)
+            if row == UNKNOWN:  # backs up to x's own fallback: left to the caller
+                assert x >= lexer.num_states, (x, s)
+                continue
+            expected = None if ran is None else (tuple(t for t in ran[0] if not lexer.ignored[t]), ran[1])
+            assert (None if row == DEAD else outcomes.unpack(row)) == expected, (x, s)
+    assert lexer.num_lexer_states > lexer.num_states  # extended states were met and read

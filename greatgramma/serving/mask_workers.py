@@ -5,7 +5,8 @@ threads measured slower than one, eval/batch_scaling.md), processes run them in 
 worker holds its own copy of every compiled grammar it is given (the artifact, saved once per
 grammar and loaded with the worker's copy of the vocabulary, so the token trie is built once per
 worker) and its own mask caches. A fill sends each worker the states of its rows (small values:
-a lexer state and the parser stack's states) and the worker writes the masks into a file in
+a lexer state, by its key where it is an extended state, which each process numbers as it meets
+them, and the parser stack's states) and the worker writes the masks into a file in
 shared memory that the caller reads; the caller computes rows itself meanwhile. Row ``i`` is
 dealt to the same process every step, so the caches a worker warms are the ones its rows need
 next; each worker's list ends with a part of the caller's rows, and the caller takes jobs from
@@ -267,8 +268,10 @@ class _Worker:
                         self._vocabs.add(fingerprint)
                     self._conn.send(("grammar", key, pool.artifact(compiled), fingerprint))
                     self._grammars.add(key)
-                state = m.state
-                jobs.append((key, state.lexer, state.stack))
+                lexer, stack = m.state.lexer, m.state.stack
+                if lexer >= compiled.lexer.num_states:  # extended states are numbered per process: send its key
+                    lexer = compiled.lexer.extended_key(lexer)
+                jobs.append((key, lexer, stack))
             self._ensure_rows(len(jobs), max(2, *(_words(m) for m in matchers)))
             self._rows[0, :2] = (0, len(jobs))  # type: ignore[index]  # jobs begun by the worker, jobs left to it
             self._conn.send(("masks", jobs))
@@ -491,6 +494,8 @@ def _worker_main(conn: Any, turn: Any) -> None:
                     masker = maskers[key]
                     if isinstance(masker, Exception):
                         raise masker
+                    if isinstance(lexer, tuple):
+                        lexer = masker.compiled.lexer.extended(*lexer)
                     words = masker.mask(State(lexer, stack, False, masker.compiled.identity))
                     rows[1 + slot, : len(words)] = words  # type: ignore[index]
                 conn.send(("ok", None))
