@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import random
 import re
 import sys
@@ -157,9 +158,9 @@ INVALID = [  # ast.parse refuses each; so does the grammar
     b"x = [1,\n",
     b"print 'x'\n",
     b"x = (a, b): int\n",
-    b"x = [1async for x in y]\n",  # a number directly followed by as/async/from (NUMBER_THEN_WORD)
-    b"raise 1from x\n",
+    b"x = [1async for x in y]\n",  # a number directly followed by as/async, 0 by or (NUMBER_THEN_WORD)
     b"with 1as x: pass\n",
+    b"x = 0or 1\n",
     b"x = 1",  # a last line without its newline (accepted by Python; see below)
     b"  x = 1\n",  # an indented first line (the indenter's line_start)
     b"# c\n  x = 1\n",
@@ -191,6 +192,7 @@ def test_documented_differences() -> None:
         b"x = f'{a(b(c(d)))}'\n",  # brackets deeper than 2 in a replacement field
     ]
     accepted = [
+        b"raise 1from x\n",  # a number directly followed by "from"
         b"x = '\\N{no such name}'\n",
         b"x = f'{1 +}'\n",  # a replacement field's expression is not parsed
     ]
@@ -202,6 +204,23 @@ def test_documented_differences() -> None:
         if PY311:
             assert not ast_accepts(data), data
         assert lark_parses(TEXT, data, python_indenter()) and engine_accepts(data), data
+
+
+def test_no_dead_end_after_a_number_and_letters() -> None:
+    """NUMBER_THEN_WORD refuses some letters right after a number: whatever the engine allows there
+    still has a way on (every prefix of a number and up to three letters, in four contexts)."""
+    masker = byte_masker()
+    for context in (b"x = (", b"raise ", b"with ", b"x = ["):
+        for number in (b"1", b"0", b"0x1f", b"1.5", b"1e5", b"0o7", b"1j", b"0b1"):
+            for n in range(1, 4):
+                for letters in itertools.product(b"asyncfromd", repeat=n):
+                    state, data = masker.initial_state(), context + number + bytes(letters)
+                    for b in data:  # byte b is token b + 1
+                        if not gg.bitmask_to_bool(masker.mask(state), 257)[b + 1]:
+                            break
+                        state = masker.advance(state, b + 1)
+                    else:
+                        assert masker.mask(state).any(), data
 
 
 REAL_FILES = ["bisect.py", "keyword.py", "colorsys.py", "textwrap.py", "contextvars.py", "json/scanner.py"]
