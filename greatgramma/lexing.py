@@ -92,10 +92,14 @@ class LexingTransducer:
         out = np.empty(len(q), dtype=np.int64)
         if not len(q):
             return out
-        keys = np.stack([np.asarray(q, dtype=np.int64), np.asarray(term, dtype=np.int64), np.asarray(relexed, dtype=np.int64)])
-        uniq, first, inv = np.unique(keys, axis=1, return_index=True, return_inverse=True)
+        q, term, relexed = (np.asarray(a, dtype=np.int64) for a in (q, term, relexed))
+        if q.max() < 1 << 19 and term.max() < 1 << 12 and relexed.max() < (1 << 32) - 1:  # one int64 each
+            keys = (q << 44) | (term << 32) | (relexed + 1)  # (rows are >= DEAD = -1)
+            _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+        else:
+            _, first, inv = np.unique(np.stack([q, term, relexed]), axis=1, return_index=True, return_inverse=True)
         ids = []
-        for (qq, tt, row), i in zip(uniq.T.tolist(), first.tolist()):
+        for qq, tt, row, i in zip(q[first].tolist(), term[first].tolist(), relexed[first].tolist(), first.tolist()):
             relex = unpack(row) if row != DEAD else ((), DEAD)
             got = self._ext_by_relex.get((qq, tt, relex))
             if got is None:
