@@ -317,7 +317,7 @@ class SubtreeWalks:
             nxt[:] = DEAD  # from the start state a string's outcome is its suffix row at offset 0
         restart = (nxt == DEAD) & ((here != DEAD) | (q == 0))
         rows0 = tr.rows_at(trie.offsets[strings[restart]])
-        out[restart] = rows0 if q == 0 else tr._emit(here[restart], rows0)
+        out[restart] = rows0 if q == 0 else tr.emit(here[restart], rows0)
         if x >= lexer.num_states:
             out[(nxt == DEAD) & (here == DEAD)] = UNKNOWN  # the lexeme dies at the first byte: backs up
         live = np.flatnonzero(nxt != DEAD)
@@ -334,7 +334,7 @@ class SubtreeWalks:
             row[end] = tr.outcomes.intern_many(f[end], r[end])
             row[f == NO_TERM] = r[f == NO_TERM]
             emits = f >= 0
-            row[emits] = tr._emit(f[emits], r[emits])
+            row[emits] = tr.emit(f[emits], r[emits])
             out[live[found]] = row
         return out
 

@@ -139,7 +139,7 @@ class TokenTransducer:
         mark[flat] = True
         return np.flatnonzero(mark)
 
-    def _emit(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
+    def emit(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
         """Outcome of emitting ``terms[i]`` then continuing with outcome ``nexts[i]`` (ignored ones vanish)."""
         out = np.full(len(terms), DEAD, dtype=np.int64)
         dead = (terms == DEAD) | (nexts == DEAD)
@@ -175,7 +175,7 @@ class TokenTransducer:
             is_end = t == END
             memo[at[is_end]] = self.outcomes.intern_many(t[is_end], n[is_end])
             brk = ~is_end
-            memo[at[brk]] = self._emit(t[brk], memo[n[brk]].astype(np.int64))
+            memo[at[brk]] = self.emit(t[brk], memo[n[brk]].astype(np.int64))
 
     def _first_lexemes(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """From the start state at each position: the break terminal and the position the rest

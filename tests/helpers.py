@@ -163,14 +163,20 @@ def single_byte_masker(grammar: gg.Grammar) -> gg.Masker:
     return gg.Masker(gg.compile(grammar, gg.Vocabulary.from_token_bytes(tokens, eos_token_ids=[0])))
 
 
-def masks_accept(masker: gg.Masker, data: bytes) -> bool:
-    """Every byte allowed in turn by ``single_byte_masker``'s masks, and EOS at the end."""
+def byte_walk(masker: gg.Masker, data: bytes) -> gg.State | None:
+    """The state after ``data`` through ``single_byte_masker``'s masks, or None at the first byte they refuse."""
     state = masker.initial_state()
     for b in data:
         if not gg.bitmask_to_bool(masker.mask(state), 257)[b + 1]:
-            return False
+            return None
         state = masker.advance(state, b + 1)
-    return masker.is_complete(state)
+    return state
+
+
+def masks_accept(masker: gg.Masker, data: bytes) -> bool:
+    """Every byte allowed in turn by ``single_byte_masker``'s masks, and EOS at the end."""
+    state = byte_walk(masker, data)
+    return state is not None and masker.is_complete(state)
 
 
 def compare_walk(s, script: list[int], extra: int, rng, may_take=lambda token: True) -> None:

@@ -41,7 +41,7 @@ def lark_indenter(
 
 
 def python_indenter() -> Indenter:
-    """A fresh indenter for grammars/bench/python.lark."""
+    """A fresh indenter for grammars/python.lark and grammars/bench/python.lark (with ``line_start``)."""
     return lark_indenter("_NL", ["LPAR", "LSQB", "LBRACE"], ["RPAR", "RSQB", "RBRACE"], tab_len=8, line_start=True)
 
 

@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 import pytest
-from helpers import grammar_text
+from helpers import grammar_text, masks_accept, single_byte_masker
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from lark import Token
@@ -266,14 +266,7 @@ LINES = 'start: (_NL | stmt)*\nstmt: NAME _NL\nNAME: /[a-z]+/\n_NL: /(\\r?\\n[\\
 
 
 def _accepts(indenter: gg.Indenter, text: bytes, grammar: str = LINES) -> bool:
-    vocab = gg.Vocabulary.from_token_bytes([None] + [bytes([b]) for b in range(1, 128)], eos_token_ids=[0])
-    masker = gg.Masker(gg.compile(gg.Grammar(grammar, indenter=indenter), vocab))
-    state = masker.initial_state()
-    for b in text:
-        if not gg.bitmask_to_bool(masker.mask(state), 128)[b]:
-            return False
-        state = masker.advance(state, b)
-    return masker.is_complete(state)
+    return masks_accept(single_byte_masker(gg.Grammar(grammar, indenter=indenter)), text)
 
 
 @pytest.mark.parametrize(
