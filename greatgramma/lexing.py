@@ -48,7 +48,7 @@ class LexingTransducer:
         #: standing for every column of the indenter's newline), and whether it can end ignored
         self.visible = [_group_columns([t for t in ts if not terms[t].ignored], terms) for ts in prod]
         self.can_end_ignored = [any(terms[t].ignored for t in ts) for ts in prod]
-        self._continuation_reps = [b for b in _byte_class_representatives(dfa) if 0x80 <= b[0] < 0xC0]
+        self._reps_by_rows: dict[tuple[int, ...], tuple[bytes, ...]] = {}
         self._backups: dict[int, tuple[Path, ...]] = {}
         self._end_keys: dict[int, tuple] = {}
 
@@ -282,7 +282,7 @@ class LexingTransducer:
                 if path is not None:
                     options[path] = None
                 continue
-            for b in self._continuation_reps:
+            for b in self._continuation_reps(y):
                 ran = self._step(y, b)
                 if ran is None:
                     continue
@@ -293,6 +293,24 @@ class LexingTransducer:
                     seen.add(after)
                     todo.append(after)
         got = self._backups[x] = tuple(options)
+        return got
+
+    def _continuation_reps(self, y: int) -> tuple[bytes, ...]:
+        """One continuation byte per class that stepping from y cannot tell apart: stepping reads
+        a byte only in the DFA states of y, of what y's pending bytes relex to (and so on down
+        that chain) and of the start state, so bytes alike in those rows step alike."""
+        rows, s = {0}, y
+        while s >= self.num_states:
+            rows.add(self.base(s))
+            s = self.relexed(s)[1]
+        if s != DEAD:
+            rows.add(s)
+        key = tuple(sorted(rows))
+        got = self._reps_by_rows.get(key)
+        if got is None:
+            columns = np.concatenate([self.delta[key, 0x80:0xC0], self.accept_next[key, 0x80:0xC0]]).T
+            _, first = np.unique(columns, axis=0, return_index=True)
+            got = self._reps_by_rows[key] = tuple(bytes((0x80 + int(b),)) for b in sorted(first.tolist()))
         return got
 
     def _step(self, y: int, byte: bytes) -> tuple[list[int], int] | None:
@@ -328,7 +346,7 @@ def ends_inside_character(data: bytes) -> bool:
     return False
 
 
-def _byte_class_representatives(dfa: LexerDFA) -> tuple[bytes, ...]:
+def _byte_class_representatives_unused(dfa: LexerDFA) -> tuple[bytes, ...]:
     """One byte of each class of bytes that every lexer state treats alike (transition and
     lookahead), lowest first: the lexer cannot tell the bytes of a class apart."""
     columns = np.concatenate([dfa.delta, dfa.accept_next]).T

@@ -67,7 +67,7 @@ class SubtreeWalks:
         self._subtrees: dict[tuple[int, int], Walk] = {}
         self._base_subtrees: dict[tuple[int, int], BaseWalk] = {}
         self._lock = threading.Lock()
-        self._leaves: dict[int, np.ndarray] = {}  # DFA state -> per string, the last byte that leaves it
+        self._leaves: dict[bytes, np.ndarray] = {}  # bytes that leave a state -> per string, the last of them
 
     def walk_all(self, max_entries: int = 20_000_000, *, walk: bool = True) -> int:
         """Walk every (first byte, lexer state) subtree that any lexer state can enter (eager
@@ -143,13 +143,35 @@ class SubtreeWalks:
 
     def _last_leave(self, q: int) -> np.ndarray:
         """Per string, the last byte position whose byte leaves DFA state q (-1: none), cached."""
-        got = self._leaves.get(q)
+        leaves = ~self._loop_bytes[q]
+        key = np.packbits(leaves).tobytes()  # states that loop on the same bytes share it
+        got = self._leaves.get(key)
         if got is None:
             trie = self.trie
-            leaves = ~self._loop_bytes[q]
             at = np.where(leaves[trie.flat_bytes], trie.position_offset, -1)
-            got = self._leaves.setdefault(q, np.maximum.reduceat(at, trie.offsets[:-1]) if len(trie) else at)
+            got = self._leaves.setdefault(key, np.maximum.reduceat(at, trie.offsets[:-1]) if len(trie) else at)
         return got
+
+    def column_at_end(self, strings: np.ndarray, d: int, column: np.ndarray) -> np.ndarray:
+        """The walk's column (see ``BaseWalk.where``) at the end of each string, given ``column``
+        after its byte d: the spaces and tabs after that, counted from its last newline if one follows."""
+        cum, last_newline = self._blank_counts
+        offsets = self.trie.offsets
+        start, end = offsets[strings] + d + 1, offsets[strings + 1]
+        newline = last_newline[strings] >= start
+        count = cum[end] - cum[np.where(newline, last_newline[strings] + 1, start)]
+        return np.where(newline, NEWLINE_SEEN + count, column + count)
+
+    @cached_property
+    def _blank_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(running count of columns that spaces and tabs add, over the flat bytes, from 0; per string,
+        the flat position of its last newline or -1)."""
+        flat, tab = self.trie.flat_bytes, self.base_dfa()[3]
+        cum = np.zeros(len(flat) + 1, dtype=np.int64)
+        np.cumsum((flat == 32) + tab * (flat == 9), out=cum[1:])
+        at = np.where(flat == 10, np.arange(len(flat)), -1)
+        last = np.maximum.reduceat(at, self.trie.offsets[:-1]) if len(self.trie) else at
+        return cum, last
 
     @cached_property
     def _loop_bytes(self) -> np.ndarray:
@@ -414,18 +436,18 @@ def _walk_base(walker: SubtreeWalks, lo, hi, state, origin, la_off, la_term) -> 
             c_lacol = np.where(ends_lexeme, c_col, c_lacol)
             c_col = np.where(byte == 10, NEWLINE_SEEN, c_col + (byte == 32) + tab * (byte == 9))
         c_off = np.where(risky[nxt], c_off, -2)
-        if not track:  # nodes whose strings all stay in their state to the end end there as they stand
-            pure = walker.staying(c_lo, c_hi, nxt, d)
-            if pure.any():
-                s_ids, seg = _expand_ranges(c_lo[pure], c_hi[pure])
-                off = c_off[pure]
-                kind = np.where(off == -1, END_HELD, np.where(off >= 0, END_LA, END)).astype(np.int64)
-                z = np.zeros(len(s_ids), np.int64)
-                parts.append(BaseWalk(s_ids, kind[seg], nxt[pure][seg], c_org[pure][seg], z, off[seg], c_term[pure][seg], z))
-                keep = ~pure
-                c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol = (
-                    x[keep] for x in (c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol)
-                )
+        pure = walker.staying(c_lo, c_hi, nxt, d)  # nodes whose strings all stay in their state to the end
+        if pure.any():
+            s_ids, seg = _expand_ranges(c_lo[pure], c_hi[pure])
+            off = c_off[pure]
+            kind = np.where(off == -1, END_HELD, np.where(off >= 0, END_LA, END)).astype(np.int64)
+            where = walker.column_at_end(s_ids, d, c_col[pure][seg]) if track else np.zeros(len(s_ids), np.int64)
+            la_where = c_lacol[pure][seg] if track else np.zeros(len(s_ids), np.int64)
+            parts.append(BaseWalk(s_ids, kind[seg], nxt[pure][seg], c_org[pure][seg], where, off[seg], c_term[pure][seg], la_where))
+            keep = ~pure
+            c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol = (
+                x[keep] for x in (c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol)
+            )
         ends = lengths[c_lo] == d + 1
         if ends.any():
             off = c_off[ends]

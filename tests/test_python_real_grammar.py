@@ -189,6 +189,7 @@ def test_documented_differences() -> None:
     refused = [
         b"match x:\n    case 1:\n        pass\n",  # match statements
         b"x = 1",  # no newline at the end
+        b"x = 1\n# the end",  # a comment last, without a newline
         b"x = f'{a(b(c(d)))}'\n",  # brackets deeper than 2 in a replacement field
     ]
     accepted = [
@@ -204,6 +205,16 @@ def test_documented_differences() -> None:
         if PY311:
             assert not ast_accepts(data), data
         assert lark_parses(TEXT, data, python_indenter()) and engine_accepts(data), data
+
+
+def test_a_comment_holds_no_column() -> None:
+    """Inside a comment the lexer state does not count the comment's spaces (a newline lexeme
+    never ends inside a comment): otherwise every word of a comment would be a new lexer state,
+    whose first mask walks the vocabulary again."""
+    masker = byte_masker()
+    for indent in (b"", b"    "):
+        states = {byte_walk(masker, b"if x:\n    pass\n" + indent + b"# " + words).lexer for words in (b"a", b"a b", b"a  b c")}
+        assert len(states) == 1, (indent, states)
 
 
 def test_no_dead_end_after_a_number_and_letters() -> None:
