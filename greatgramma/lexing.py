@@ -346,14 +346,6 @@ def ends_inside_character(data: bytes) -> bool:
     return False
 
 
-def _byte_class_representatives_unused(dfa: LexerDFA) -> tuple[bytes, ...]:
-    """One byte of each class of bytes that every lexer state treats alike (transition and
-    lookahead), lowest first: the lexer cannot tell the bytes of a class apart."""
-    columns = np.concatenate([dfa.delta, dfa.accept_next]).T
-    _, first = np.unique(columns, axis=0, return_index=True)
-    return tuple(bytes((int(b),)) for b in sorted(first.tolist()))
-
-
 def _group_columns(visible: list[int], terms) -> list[int]:
     """Lexer states that can still end a newline at every column test them as one (``ANY_COLUMN``)."""
     copies = [t for t in visible if terms[t].column is not None]
