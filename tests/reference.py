@@ -1247,6 +1247,8 @@ class ReferenceChecker:
             # (c) backs up only on the bytes that kill cur, and the relexed bytes go on with
             # them: run the bytes that continue the character (any other byte leaves invalid
             # UTF-8 behind, which no terminal ever matches) and look at each state they give.
+            if self._no_finish_viable(state, post):
+                return False
             return any(self.state_viable(self.feed(state, bytes((b,))), base or (len(state.lexemes), post))
                        for b in range(0x80, 0xC0))
         k, name = self._longest_complete(cur, lambda k: _first_char(cur[k:]), len(cur) - 1)
@@ -1255,6 +1257,28 @@ class ReferenceChecker:
         n = len(state.lexemes)
         nxt = self.feed(LexState(state.lexemes + ((name, cur[:k]),), b"", self._all), cur[k:])
         return self.state_viable(nxt, (n, post))
+
+    def _no_finish_viable(self, state: LexState, post: PostState) -> bool:
+        """No way of finishing ``cur``'s unfinished character can be viable, seen without trying
+        them (up to 2^18 for a 4-byte one): the terminals alive after any of them are among those
+        alive now, and the parser takes none of these next (a newline terminal's answer depends
+        on its text: then try them); and backing up emits a prefix of ``cur`` before the
+        character as a terminal the parser refuses there, or none is complete (the prefix that
+        ends before the character: whatever character follows)."""
+        cur, lexemes = state.cur, state.lexemes
+        texted = {c.nl for c in (self.indenter, self.semicolons) if c is not None}
+        for i in state.alive:
+            name = self.terminals[i].name
+            if name in texted or self._accepted_next(post, name, cur):
+                return False
+        start = max(i for i in range(len(cur)) if not 0x80 <= cur[i] < 0xC0)  # the character's lead byte
+        for k in range(1, start + 1):
+            follows = (_first_char(cur[k:]),) if k < start else (*_FOLLOW_CHARS, "")
+            for name in {self.winner(cur[:k], f) for f in follows} - {None}:
+                after = self._post(lexemes + ((name, cur[:k]),), (len(lexemes), post))
+                if after is not None and self._parser_after(after.seq) is not None:
+                    return False
+        return True
 
     def _may_backtrack(self, cur: bytes) -> bool:
         """Can the lexer ever backtrack into ``cur``, i.e. is ``cur`` not complete given some
