@@ -191,13 +191,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=3, help="runs per cell; the median of their mean step times")
     ap.add_argument("--processes", type=int, default=max(1, (os.cpu_count() or 2) - 1), help="MaskWorkers processes")
     ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--caches", default="warm,cold", help="warm (steady state), cold (empty mask caches at each run's start), or both")
+    ap.add_argument("--caches", default="warm,cold", help="comma-separated: warm (steady state), cold (empty mask caches at each run's start)")
     ap.add_argument("--update-results", action="store_true")
     args = ap.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
     modes = tuple(m for m in MODES if m in args.modes.split(","))
     if modes[0] != "serial":
         raise SystemExit("--modes must include serial (the ratios are against it)")
+    unknown = set(args.caches.split(",")) - {"warm", "cold"}
+    if unknown:
+        raise SystemExit(f"--caches takes warm and/or cold, comma-separated; not {', '.join(sorted(unknown))}")
     load = os.getloadavg()[0]
     results = [
         measure(g, args.tokenizer, batches, args.steps, args.runs, args.warmup, args.processes, modes, caches == "cold")
