@@ -211,7 +211,7 @@ class SubtreeWalks:
         kind = np.where(held[one], END_HELD, END).astype(np.int64)
         parts = [BaseWalk(lo[one], kind, state[one], origin[one], z, none, dead, z)]
         la_off = np.where(held, -1, -2).astype(np.int64)
-        parts += _walk_base(self, lo, hi, state, origin, la_off, np.full(n, DEAD, dtype=np.int64))
+        parts += _walk_base(self, lo, state, origin, la_off, np.full(n, DEAD, dtype=np.int64))
         walked = BaseWalk(*(np.concatenate(x) for x in zip(*parts)))
         order = np.argsort(walked.origin, kind="stable")
         walked = BaseWalk(*(a[order] for a in walked))  # by subtree
@@ -374,8 +374,9 @@ def _expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return vals, src
 
 
-def _walk_base(walker: SubtreeWalks, lo, hi, state, origin, la_off, la_term) -> list[BaseWalk]:
-    """Walk trie nodes [lo, hi) at depth 1 (entered in base DFA ``state``) down to their strings.
+def _walk_base(walker: SubtreeWalks, lo, state, origin, la_off, la_term) -> list[BaseWalk]:
+    """Walk the trie nodes at depth 1 whose strings begin at ``lo`` (entered in base DFA ``state``)
+    down to their strings.
 
     ``la_off``/``la_term``: where the lexeme could last end inside the string (offset,
     terminal), or -1: the fallback it entered with is still held, -2: none. With an
@@ -390,15 +391,15 @@ def _walk_base(walker: SubtreeWalks, lo, hi, state, origin, la_off, la_term) -> 
     lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
     column = np.zeros(len(lo), dtype=np.int64)
     la_col = column.copy()
+    node = np.searchsorted(levels[0], lo)  # the nodes at depth d, as indices into level_starts[d - 1]
     parts = []
     for d in range(1, len(levels)):
-        if not len(lo):
+        if not len(node):
             break
         starts = levels[d]
-        a, b = np.searchsorted(starts, lo), np.searchsorted(starts, hi)
-        child, parent = _expand_ranges(a, b)
-        c_lo = starts[child]
-        c_hi = np.where(child + 1 < b[parent], starts[np.minimum(child + 1, len(starts) - 1)], hi[parent])
+        ends_at, first_child, last_child = trie.level_links(d)
+        child, parent = _expand_ranges(first_child[node], last_child[node])
+        c_lo, c_hi = starts[child], ends_at[child]
         p_state, c_org = state[parent], origin[parent]
         c_off, c_term, c_col, c_lacol = la_off[parent], la_term[parent], column[parent], la_col[parent]
         byte = matrix[c_lo, d]
@@ -427,7 +428,7 @@ def _walk_base(walker: SubtreeWalks, lo, hi, state, origin, la_off, la_term) -> 
             none, dead = np.full(m, -1, np.int64), np.full(m, DEAD, np.int64)
             parts.append(BaseWalk(s_ids, np.full(m, FALLBACK, np.int64), z, c_org[held][seg], z, none, dead, z))
         alive = ~dies
-        c_lo, c_hi, nxt, c_org, byte = c_lo[alive], c_hi[alive], nxt[alive], c_org[alive], byte[alive]
+        child, c_lo, c_hi, nxt, c_org, byte = child[alive], c_lo[alive], c_hi[alive], nxt[alive], c_org[alive], byte[alive]
         c_col, c_lacol = c_col[alive], c_lacol[alive]
         ends_lexeme = here[alive] != DEAD
         c_off = np.where(ends_lexeme, d, c_off[alive])
@@ -445,8 +446,8 @@ def _walk_base(walker: SubtreeWalks, lo, hi, state, origin, la_off, la_term) -> 
             la_where = c_lacol[pure][seg] if track else np.zeros(len(s_ids), np.int64)
             parts.append(BaseWalk(s_ids, kind[seg], nxt[pure][seg], c_org[pure][seg], where, off[seg], c_term[pure][seg], la_where))
             keep = ~pure
-            c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol = (
-                x[keep] for x in (c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol)
+            child, c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol = (
+                x[keep] for x in (child, c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol)
             )
         ends = lengths[c_lo] == d + 1
         if ends.any():
@@ -454,7 +455,7 @@ def _walk_base(walker: SubtreeWalks, lo, hi, state, origin, la_off, la_term) -> 
             kind = np.where(off == -1, END_HELD, np.where(off >= 0, END_LA, END)).astype(np.int64)
             parts.append(BaseWalk(c_lo[ends], kind, nxt[ends], c_org[ends], c_col[ends], off, c_term[ends], c_lacol[ends]))
         more = (c_hi - c_lo > 1) | ~ends
-        lo, hi, state, origin = c_lo[more], c_hi[more], nxt[more], c_org[more]
+        node, state, origin = child[more], nxt[more], c_org[more]
         la_off, la_term, column, la_col = c_off[more], c_term[more], c_col[more], c_lacol[more]
     return parts
 

@@ -87,6 +87,27 @@ class TokenTrie:
         """int32 per flat byte position (``offsets[s] + j``): the string s it belongs to (derived, computed once)."""
         return np.repeat(np.arange(len(self), dtype=np.int32), self.lengths)
 
+    def level_links(self, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For the trie nodes at depth d + 1 (``level_starts[d]``): where each one's strings end,
+        and for each node at depth d (none for d = 0) the range of its children among them
+        (derived per depth on first use, so that walks index nodes instead of searching them)."""
+        got = self._links.get(d)
+        if got is None:
+            starts = self.level_starts[d]
+            ends = np.append(starts[1:], len(self))  # the next node at this depth, or the parent's end first
+            if d == 0:
+                first = last = np.zeros(0, dtype=np.int64)
+            else:
+                above, above_ends = self.level_starts[d - 1], self.level_links(d - 1)[0]
+                np.minimum(ends, above_ends[np.searchsorted(above, starts, side="right") - 1], out=ends)
+                first, last = np.searchsorted(starts, above), np.searchsorted(starts, above_ends)
+            got = self._links.setdefault(d, (ends, first, last))
+        return got
+
+    @cached_property
+    def _links(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        return {}
+
     @cached_property
     def root_children(self) -> list[tuple[int, int, int]]:
         """(first byte, first string, end string) of each child of the trie root (derived, computed once)."""
