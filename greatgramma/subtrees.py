@@ -389,8 +389,7 @@ def _walk_base(walker: SubtreeWalks, lo, state, origin, la_off, la_term) -> list
     delta, accept_next, risky, tab = walker.base_dfa()
     track = walker.lexer.columns is not None
     lengths, matrix, levels = trie.lengths, trie.matrix, trie.level_starts
-    column = np.zeros(len(lo), dtype=np.int64)
-    la_col = column.copy()
+    column = la_col = np.zeros(len(lo), dtype=np.int64)  # (carried only with an indenter)
     node = np.searchsorted(levels[0], lo)  # the nodes at depth d, as indices into level_starts[d - 1]
     parts = []
     for d in range(1, len(levels)):
@@ -401,7 +400,8 @@ def _walk_base(walker: SubtreeWalks, lo, state, origin, la_off, la_term) -> list
         child, parent = _expand_ranges(first_child[node], last_child[node])
         c_lo, c_hi = starts[child], ends_at[child]
         p_state, c_org = state[parent], origin[parent]
-        c_off, c_term, c_col, c_lacol = la_off[parent], la_term[parent], column[parent], la_col[parent]
+        c_off, c_term = la_off[parent], la_term[parent]
+        c_col, c_lacol = (column[parent], la_col[parent]) if track else (None, None)
         byte = matrix[c_lo, d]
         nxt = delta[p_state, byte].astype(np.int64)
         here = accept_next[p_state, byte].astype(np.int64)
@@ -414,12 +414,12 @@ def _walk_base(walker: SubtreeWalks, lo, state, origin, la_off, la_term) -> list
             bk = back[brk]
             first = np.where(bk, c_term[brk], here[brk])[seg]
             rest = rows_at(trie.offsets[s_ids] + np.where(bk, c_off[brk], d)[seg])
-            f_col = np.where(bk, c_lacol[brk], c_col[brk])[seg]
             ok = rest != DEAD
             first = np.where(ignored[first], NO_TERM, first)
             m = int(ok.sum())
             none, dead, zero = np.full(m, -1, np.int64), np.full(m, DEAD, np.int64), np.zeros(m, np.int64)
-            parts.append(BaseWalk(s_ids[ok], first[ok], rest[ok], c_org[brk][seg][ok], f_col[ok], none, dead, zero))
+            f_col = np.where(bk, c_lacol[brk], c_col[brk])[seg][ok] if track else zero
+            parts.append(BaseWalk(s_ids[ok], first[ok], rest[ok], c_org[brk][seg][ok], f_col, none, dead, zero))
         held = dies & (here == DEAD) & (c_off == -1)  # dies holding the entry fallback
         if held.any():
             s_ids, seg = _expand_ranges(c_lo[held], c_hi[held])
@@ -429,11 +429,11 @@ def _walk_base(walker: SubtreeWalks, lo, state, origin, la_off, la_term) -> list
             parts.append(BaseWalk(s_ids, np.full(m, FALLBACK, np.int64), z, c_org[held][seg], z, none, dead, z))
         alive = ~dies
         child, c_lo, c_hi, nxt, c_org, byte = child[alive], c_lo[alive], c_hi[alive], nxt[alive], c_org[alive], byte[alive]
-        c_col, c_lacol = c_col[alive], c_lacol[alive]
         ends_lexeme = here[alive] != DEAD
         c_off = np.where(ends_lexeme, d, c_off[alive])
         c_term = np.where(ends_lexeme, here[alive], c_term[alive])
         if track:
+            c_col, c_lacol = c_col[alive], c_lacol[alive]
             c_lacol = np.where(ends_lexeme, c_col, c_lacol)
             c_col = np.where(byte == 10, NEWLINE_SEEN, c_col + (byte == 32) + tab * (byte == 9))
         c_off = np.where(risky[nxt], c_off, -2)
@@ -446,16 +446,19 @@ def _walk_base(walker: SubtreeWalks, lo, state, origin, la_off, la_term) -> list
             la_where = c_lacol[pure][seg] if track else np.zeros(len(s_ids), np.int64)
             parts.append(BaseWalk(s_ids, kind[seg], nxt[pure][seg], c_org[pure][seg], where, off[seg], c_term[pure][seg], la_where))
             keep = ~pure
-            child, c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol = (
-                x[keep] for x in (child, c_lo, c_hi, nxt, c_org, c_off, c_term, c_col, c_lacol)
-            )
+            child, c_lo, c_hi, nxt, c_org, c_off, c_term = (x[keep] for x in (child, c_lo, c_hi, nxt, c_org, c_off, c_term))
+            if track:
+                c_col, c_lacol = c_col[keep], c_lacol[keep]
         ends = lengths[c_lo] == d + 1
         if ends.any():
             off = c_off[ends]
             kind = np.where(off == -1, END_HELD, np.where(off >= 0, END_LA, END)).astype(np.int64)
-            parts.append(BaseWalk(c_lo[ends], kind, nxt[ends], c_org[ends], c_col[ends], off, c_term[ends], c_lacol[ends]))
+            zero = None if track else np.zeros(len(off), np.int64)
+            at, la_at = (c_col[ends], c_lacol[ends]) if track else (zero, zero)
+            parts.append(BaseWalk(c_lo[ends], kind, nxt[ends], c_org[ends], at, off, c_term[ends], la_at))
         more = (c_hi - c_lo > 1) | ~ends
-        node, state, origin = child[more], nxt[more], c_org[more]
-        la_off, la_term, column, la_col = c_off[more], c_term[more], c_col[more], c_lacol[more]
+        node, state, origin, la_off, la_term = child[more], nxt[more], c_org[more], c_off[more], c_term[more]
+        if track:
+            column, la_col = c_col[more], c_lacol[more]
     return parts
 
