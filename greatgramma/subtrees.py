@@ -442,8 +442,8 @@ def _walk_base(walker: SubtreeWalks, lo, state, origin, la_off, la_term) -> list
             s_ids, seg = _expand_ranges(c_lo[pure], c_hi[pure])
             off = c_off[pure]
             kind = np.where(off == -1, END_HELD, np.where(off >= 0, END_LA, END)).astype(np.int64)
-            where = walker.column_at_end(s_ids, d, c_col[pure][seg]) if track else np.zeros(len(s_ids), np.int64)
-            la_where = c_lacol[pure][seg] if track else np.zeros(len(s_ids), np.int64)
+            z = np.zeros(len(s_ids), np.int64)
+            where, la_where = (walker.column_at_end(s_ids, d, c_col[pure][seg]), c_lacol[pure][seg]) if track else (z, z)
             parts.append(BaseWalk(s_ids, kind[seg], nxt[pure][seg], c_org[pure][seg], where, off[seg], c_term[pure][seg], la_where))
             keep = ~pure
             child, c_lo, c_hi, nxt, c_org, c_off, c_term = (x[keep] for x in (child, c_lo, c_hi, nxt, c_org, c_off, c_term))
@@ -453,8 +453,8 @@ def _walk_base(walker: SubtreeWalks, lo, state, origin, la_off, la_term) -> list
         if ends.any():
             off = c_off[ends]
             kind = np.where(off == -1, END_HELD, np.where(off >= 0, END_LA, END)).astype(np.int64)
-            zero = None if track else np.zeros(len(off), np.int64)
-            at, la_at = (c_col[ends], c_lacol[ends]) if track else (zero, zero)
+            z = np.zeros(len(off), np.int64)
+            at, la_at = (c_col[ends], c_lacol[ends]) if track else (z, z)
             parts.append(BaseWalk(c_lo[ends], kind, nxt[ends], c_org[ends], at, off, c_term[ends], la_at))
         more = (c_hi - c_lo > 1) | ~ends
         node, state, origin, la_off, la_term = child[more], nxt[more], c_org[more], c_off[more], c_term[more]

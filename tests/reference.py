@@ -710,9 +710,15 @@ def _first_char(data: bytes) -> str:
     return chr(ranges[0][0]) if ranges else ""
 
 
+def _last_character_start(data: bytes) -> Optional[int]:
+    """Where the last of ``data``'s (at most 4) final bytes that is not a continuation byte stands: the
+    start of the last character; None if there is none."""
+    return max((i for i in range(max(0, len(data) - 4), len(data)) if not 0x80 <= data[i] < 0xC0), default=None)
+
+
 def _unfinished_character(data: bytes) -> bool:
     """``data`` ends inside a UTF-8 character: its bytes are not all there yet."""
-    start = max((i for i in range(max(0, len(data) - 4), len(data)) if not 0x80 <= data[i] < 0xC0), default=None)
+    start = _last_character_start(data)
     if start is None:
         return False
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -1271,7 +1277,7 @@ class ReferenceChecker:
             name = self.terminals[i].name
             if name in texted or self._accepted_next(post, name, cur):
                 return False
-        start = max(i for i in range(len(cur)) if not 0x80 <= cur[i] < 0xC0)  # the character's lead byte
+        start = _last_character_start(cur)  # the unfinished character's lead byte
         for k in range(1, start + 1):
             follows = (_first_char(cur[k:]),) if k < start else (*_FOLLOW_CHARS, "")
             for name in {self.winner(cur[:k], f) for f in follows} - {None}:
