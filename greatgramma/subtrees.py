@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import munch
 from .codes import DEAD, END, END_HELD, END_LA, FALLBACK, NEWLINE_SEEN, NO_TERM, UNKNOWN
 from .errors import ResourceLimitError
 from .lexer import MAX_BACKTRACK
@@ -200,12 +201,26 @@ class SubtreeWalks:
             return
         span = {b: (lo, hi) for b, lo, hi in self.trie.root_children}
         lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
-        hi = np.array([span[b][1] for b, _ in pairs], dtype=np.int64)
         state = np.array([q for _, q in pairs], dtype=np.int64)
-        origin = np.arange(len(pairs))
-        n = len(pairs)
-        one = self.trie.lengths[lo] == 1  # a one-byte string: it ends right here, inside the lexeme
         held = self.base_dfa()[2][state]  # the lexeme keeps whatever fallback it entered with
+        if munch.native is not None:
+            walked = self._walk_native(lo, np.array([span[b][1] for b, _ in pairs], dtype=np.int64), state, held)
+        else:
+            walked = self._walk_numpy(lo, state, held)
+        bounds = np.searchsorted(walked.origin, np.arange(len(pairs) + 1)).tolist()
+        plain = self.lexer.columns is None  # then the base DFA is the lexer's: store the results as they are
+        done = self._specialise(walked, None) if plain else walked
+        table = self._subtrees if plain else self._base_subtrees
+        with self._lock:
+            for pair, i, j in zip(pairs, bounds[:-1], bounds[1:]):
+                table.setdefault(pair, type(done)(*(a[i:j] for a in done)))
+
+    def _walk_numpy(self, lo: np.ndarray, state: np.ndarray, held: np.ndarray) -> BaseWalk:
+        """The subtrees whose strings begin at ``lo``, entered in ``state`` (``held``: holding the
+        entry fallback), walked a trie level at a time; by subtree."""
+        n = len(lo)
+        origin = np.arange(n)
+        one = self.trie.lengths[lo] == 1  # a one-byte string: it ends right here, inside the lexeme
         k = int(one.sum())
         z, none, dead = np.zeros(k, np.int64), np.full(k, -1, np.int64), np.full(k, DEAD, np.int64)
         kind = np.where(held[one], END_HELD, END).astype(np.int64)
@@ -214,14 +229,32 @@ class SubtreeWalks:
         parts += _walk_base(self, lo, state, origin, la_off, np.full(n, DEAD, dtype=np.int64))
         walked = BaseWalk(*(np.concatenate(x) for x in zip(*parts)))
         order = np.argsort(walked.origin, kind="stable")
-        walked = BaseWalk(*(a[order] for a in walked))  # by subtree
-        bounds = np.searchsorted(walked.origin, np.arange(n + 1)).tolist()
-        plain = self.lexer.columns is None  # then the base DFA is the lexer's: store the results as they are
-        done = self._specialise(walked, None) if plain else walked
-        table = self._subtrees if plain else self._base_subtrees
-        with self._lock:
-            for pair, i, j in zip(pairs, bounds[:-1], bounds[1:]):
-                table.setdefault(pair, type(done)(*(a[i:j] for a in done)))
+        return BaseWalk(*(a[order] for a in walked))
+
+    def _walk_native(self, lo: np.ndarray, hi: np.ndarray, state: np.ndarray, held: np.ndarray) -> BaseWalk:
+        """As ``_walk_numpy``, for the subtrees' strings [lo, hi), in the compiled loop (``munch``)."""
+        trie = self.trie
+        got = munch.walk(self._dfa_arrays, trie.flat_bytes, trie.offsets, trie.common_prefix,
+                         lo, hi, state, np.where(held, -1, -2), self.base_dfa()[3])
+        strings, origin = _expand_ranges(lo, hi)
+        one, fallback, brk = got.code == munch.ONE, got.code == munch.FALLBACK, got.code == munch.BREAK
+        rest, la_off = got.at, got.la_off
+        rest[one], la_off[one] = state[origin[one]], np.where(held[origin[one]], -1, -2)
+        rest[fallback] = 0
+        at = np.flatnonzero(brk)
+        rest[at] = self.transducer.rows_at(trie.offsets[strings[at]] + rest[at])
+        ends = one | (got.code == munch.END)
+        kind = np.where(la_off == -1, END_HELD, np.where(la_off >= 0, END_LA, END))
+        kind = np.where(ends, kind, np.where(fallback, FALLBACK, np.where(self.ignored[got.term], NO_TERM, got.term)))
+        keep = np.flatnonzero(ends | fallback | (brk & (rest != DEAD)))
+        ends = ends[keep]
+        return BaseWalk(strings[keep], kind[keep], rest[keep], origin[keep], got.where[keep],
+                        np.where(ends, la_off[keep], -1), np.where(ends, got.la_term[keep], DEAD),
+                        np.where(ends, got.la_where[keep], 0))
+
+    @cached_property
+    def _dfa_arrays(self) -> munch.DFAArrays:
+        return munch.DFAArrays.of(*self.base_dfa()[:3])
 
     def _specialise(self, sym: BaseWalk, column: np.ndarray | None) -> Walk:
         """Base subtree results for the states that enter them (with the column each holds, per entry)."""

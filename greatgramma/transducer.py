@@ -19,8 +19,11 @@ rows and the outcomes; :mod:`greatgramma.subtrees` the walks.
 from __future__ import annotations
 
 import threading
+from functools import cached_property
+
 import numpy as np
 
+from . import munch
 from .codes import DEAD, END, UNKNOWN
 from .lexing import LexingTransducer
 from .trie import TokenTrie
@@ -182,6 +185,14 @@ class TokenTransducer:
         starts at (maximal munch, backing up to the last possible end), or END and the lexer
         state the string ends in, or DEAD."""
         trie, lexer = self.trie, self.lexer
+        if munch.native is not None:
+            term, nxt, la_at, la_term = munch.first_lexemes(self._dfa_arrays, trie.flat_bytes, trie.position_end, flat)
+            done = np.flatnonzero(term == END)
+            if len(done):
+                string = trie.position_string[flat[done]].astype(np.int64)
+                off = np.where(la_at[done] >= 0, la_at[done] - trie.offsets[string], -1)
+                nxt[done] = self.end_states(nxt[done], la_term[done], string, off)
+            return term, nxt
         delta, accept_next, risky = lexer.delta, lexer.accept_next, lexer.risky
         data = trie.flat_bytes
         res_term = np.full(len(flat), DEAD, dtype=np.int64)  # break terminal, END, or DEAD
@@ -216,6 +227,10 @@ class TokenTransducer:
             la_at = np.where(risky[nxt], la_at, -1)
             at, state = at + 1, nxt
         return res_term, res_next
+
+    @cached_property
+    def _dfa_arrays(self) -> munch.DFAArrays:
+        return munch.DFAArrays.of(self.lexer.delta, self.lexer.accept_next, self.lexer.risky)
 
     def end_states(self, state: np.ndarray, term: np.ndarray, string: np.ndarray, off: np.ndarray) -> np.ndarray:
         """Lexer states of lexemes left unfinished in DFA ``state`` whose last possible end was

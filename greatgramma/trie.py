@@ -44,7 +44,9 @@ class TokenTrie:
         lcp = _common_prefixes(matrix, lengths)
         levels = tuple(np.nonzero((lcp < d) & (lengths >= d))[0].astype(np.int64) for d in range(1, width + 1))
         ptr = np.append(np.nonzero(first)[0], len(ids)).astype(np.int64)
-        return cls(strings, matrix, lengths, offsets, levels, ptr, ids)
+        trie = cls(strings, matrix, lengths, offsets, levels, ptr, ids)
+        trie.__dict__["common_prefix"] = lcp  # (the cached property's value, known already)
+        return trie
 
     def __len__(self) -> int:
         return len(self.strings)
@@ -81,6 +83,16 @@ class TokenTrie:
     def position_offset(self) -> np.ndarray:
         """int32 per flat byte position: its offset j in its string (derived, computed once)."""
         return _positions(self.lengths).astype(np.int32)
+
+    @cached_property
+    def common_prefix(self) -> np.ndarray:
+        """int32 per string: the length of its longest common prefix with the string before it (0 for the first)."""
+        return _common_prefixes(self.matrix, self.lengths)
+
+    @cached_property
+    def position_end(self) -> np.ndarray:
+        """int64 per flat byte position: the flat position where its string ends (derived, computed once)."""
+        return np.repeat(self.offsets[1:], self.lengths)
 
     @cached_property
     def position_string(self) -> np.ndarray:

@@ -1,0 +1,242 @@
+/* Maximal-munch runs of the lexer DFA over token strings: the two byte-by-byte loops of the
+ * pipeline, compiled (greatgramma/munch.py wraps them; subtrees.py and transducer.py hold the
+ * same loops in numpy, used where this module is not built, and the tests check both agree).
+ *
+ * walk:           the strings of trie subtrees from the DFA state after their first byte until
+ *                 their first lexeme ends (SubtreeWalks, no indenter), sharing each string's
+ *                 common prefix with the one before it.
+ * first_lexemes:  from the start state at flat byte positions, the first lexeme (the suffix rows).
+ *
+ * Arrays come as contiguous buffers of fixed item sizes (munch.py converts them); both loops
+ * release the GIL. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define DEAD (-1)
+
+/* Outcome codes of walk (munch.py names them). */
+#define W_ONE 0      /* a one-byte string: not walked (the caller does it) */
+#define W_DROP 1     /* dies with no lexeme to back up to */
+#define W_BREAK 2    /* first lexeme ends as term; the rest starts at byte off */
+#define W_FALLBACK 3 /* dies holding the fallback it entered with */
+#define W_END 4      /* ends inside the lexeme in state; la_off/la_term where it last could end */
+
+typedef struct {
+    Py_buffer b;
+    int held;
+} Buf;
+
+static int take(PyObject *obj, Buf *out, Py_ssize_t itemsize, int writable, const char *name) {
+    out->held = 0;
+    if (PyObject_GetBuffer(obj, &out->b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    out->held = 1;
+    if (out->b.itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "%s: items of %zd bytes expected, got %zd", name, itemsize, out->b.itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+static void release(Buf *bufs, int n) {
+    for (int i = 0; i < n; i++)
+        if (bufs[i].held) PyBuffer_Release(&bufs[i].b);
+}
+
+#define LEN(buf) ((buf).b.len / (buf).b.itemsize)
+
+/* walk(delta i32[Q*256], accept_next i32[Q*256], risky u8[Q], flat u8[], offsets i64[S+1],
+ *      lcp i32[S], lo i64[P], hi i64[P], state i64[P], la_off i64[P], tab,
+ *      code i8[T], term i64[T], at i64[T], la_off_out i64[T], la_term_out i64[T], where i64[T], la_where i64[T])
+ * with T = sum(hi - lo): per string of each pair's range [lo, hi) in turn, its outcome; where /
+ * la_where: the column where the first lexeme (or the string) / the last possible end is
+ * (NEWLINE_SEEN + blanks since a newline in the string, or blanks since byte 1; a tab counts tab). */
+#define NEWLINE_SEEN ((int64_t)1 << 40)
+#define WALK_ARGS 17
+static PyObject *walk(PyObject *self, PyObject *args) {
+    PyObject *o[WALK_ARGS];
+    long long tab;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOLOOOOOOO:walk", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &tab, &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16]))
+        return NULL;
+    static const Py_ssize_t sizes[WALK_ARGS] = {4, 4, 1, 1, 8, 4, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8};
+    static const char *names[WALK_ARGS] = {"delta", "accept_next", "risky", "flat", "offsets", "lcp",
+                                           "lo", "hi", "state", "la_off", "code", "term", "at",
+                                           "la_off_out", "la_term_out", "where", "la_where"};
+    Buf b[WALK_ARGS];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < WALK_ARGS; i++)
+        if (take(o[i], &b[i], sizes[i], i >= 10, names[i]) < 0) {
+            release(b, WALK_ARGS);
+            return NULL;
+        }
+    const int32_t *delta = b[0].b.buf, *accept_next = b[1].b.buf, *lcp = b[5].b.buf;
+    const uint8_t *risky = b[2].b.buf, *flat = b[3].b.buf;
+    const int64_t *offsets = b[4].b.buf, *lo = b[6].b.buf, *hi = b[7].b.buf, *state0 = b[8].b.buf,
+                  *la_off0 = b[9].b.buf;
+    int8_t *code = b[10].b.buf;
+    int64_t *term = b[11].b.buf, *at = b[12].b.buf, *la_off_out = b[13].b.buf, *la_term_out = b[14].b.buf,
+            *where = b[15].b.buf, *la_where = b[16].b.buf;
+    Py_ssize_t pairs = LEN(b[6]), total = 0, strings = LEN(b[4]) - 1, width = 0;
+    if (LEN(b[7]) != pairs || LEN(b[8]) != pairs || LEN(b[9]) != pairs || LEN(b[5]) < strings) {
+        release(b, WALK_ARGS);
+        return PyErr_Format(PyExc_ValueError, "walk: array lengths disagree");
+    }
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        if (lo[p] < 0 || hi[p] > strings || lo[p] > hi[p]) {
+            release(b, WALK_ARGS);
+            return PyErr_Format(PyExc_ValueError, "walk: pair %zd: string range [%lld, %lld) outside 0..%zd", p,
+                                (long long)lo[p], (long long)hi[p], strings);
+        }
+        total += hi[p] - lo[p];
+        for (int64_t s = lo[p]; s < hi[p]; s++)
+            if (offsets[s + 1] - offsets[s] > width) width = offsets[s + 1] - offsets[s];
+    }
+    for (int i = 10; i < WALK_ARGS; i++)
+        if (LEN(b[i]) < total) {
+            release(b, WALK_ARGS);
+            return PyErr_Format(PyExc_ValueError, "walk: %s holds fewer than %zd entries", names[i], total);
+        }
+    /* per depth d, before byte d: the DFA state, where the lexeme last could end (-1: the entry
+     * fallback is still held, -2: nowhere) and as which terminal, the column there and at that end */
+    int64_t *st = PyMem_Malloc(sizeof(int64_t) * 5 * (width + 2));
+    if (!st) {
+        release(b, WALK_ARGS);
+        return PyErr_NoMemory();
+    }
+    int64_t *off = st + (width + 2), *lt = off + (width + 2), *col = lt + (width + 2), *lcol = col + (width + 2);
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t out = 0;
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        int64_t valid = 0; /* stack entries 1..valid hold the previous string's walk */
+        int64_t died = -1; /* the byte the previous string died at (-1: it did not) */
+        int8_t last_code = W_DROP;
+        int64_t last_term = DEAD, last_at = 0, last_where = 0;
+        st[1] = state0[p], off[1] = la_off0[p], lt[1] = DEAD, col[1] = 0, lcol[1] = 0;
+        for (int64_t s = lo[p]; s < hi[p]; s++, out++) {
+            int64_t len = offsets[s + 1] - offsets[s];
+            const uint8_t *bytes = flat + offsets[s];
+            la_off_out[out] = -2, la_term_out[out] = DEAD, term[out] = DEAD, at[out] = 0;
+            where[out] = 0, la_where[out] = 0;
+            if (len == 1) {
+                code[out] = W_ONE;
+                valid = 1, died = -1;
+                continue;
+            }
+            int64_t shared = s == lo[p] ? 1 : lcp[s];
+            if (died >= 1 && died < shared) { /* dies at the same byte as the one before */
+                code[out] = last_code, term[out] = last_term, at[out] = last_at, where[out] = last_where;
+                continue;
+            }
+            int64_t d = shared < valid ? shared : valid;
+            if (d < 1) d = 1;
+            died = -1;
+            for (; d < len; d++) {
+                int64_t q = st[d], c = bytes[d];
+                int32_t nxt = delta[q * 256 + c], here = accept_next[q * 256 + c];
+                if (nxt == DEAD) {
+                    last_term = DEAD, last_at = 0, last_where = 0;
+                    if (here != DEAD) last_code = W_BREAK, last_term = here, last_at = d, last_where = col[d];
+                    else if (off[d] >= 0) last_code = W_BREAK, last_term = lt[d], last_at = off[d], last_where = lcol[d];
+                    else if (off[d] == -1) last_code = W_FALLBACK;
+                    else last_code = W_DROP;
+                    died = d;
+                    break;
+                }
+                int64_t o2 = here != DEAD ? d : off[d];
+                st[d + 1] = nxt, off[d + 1] = risky[nxt] ? o2 : -2, lt[d + 1] = here != DEAD ? here : lt[d];
+                lcol[d + 1] = here != DEAD ? col[d] : lcol[d];
+                col[d + 1] = c == 10 ? NEWLINE_SEEN : col[d] + (c == 32) + (c == 9 ? tab : 0);
+            }
+            if (died >= 0) {
+                valid = died;
+                code[out] = last_code, term[out] = last_term, at[out] = last_at, where[out] = last_where;
+            } else {
+                valid = len;
+                code[out] = W_END, at[out] = st[len], la_off_out[out] = off[len], la_term_out[out] = lt[len];
+                where[out] = col[len], la_where[out] = lcol[len];
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(st);
+    release(b, WALK_ARGS);
+    Py_RETURN_NONE;
+}
+
+/* first_lexemes(delta i32[Q*256], accept_next i32[Q*256], risky u8[Q], flat u8[N], stop i64[N],
+ *               todo i64[T], term i64[T], next i64[T], la_at i64[T], la_term i64[T])
+ * From the start state at each flat position todo[i] (its string ends at stop[todo[i]]): the
+ * terminal its first lexeme breaks as and the flat position the rest starts at; or END (-2), the
+ * state the string ends in and where the lexeme last could end (la_at, la_term; -1: nowhere);
+ * or DEAD. */
+static PyObject *first_lexemes(PyObject *self, PyObject *args) {
+    PyObject *o[10];
+    if (!PyArg_UnpackTuple(args, "first_lexemes", 10, 10, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                           &o[8], &o[9]))
+        return NULL;
+    static const Py_ssize_t sizes[10] = {4, 4, 1, 1, 8, 8, 8, 8, 8, 8};
+    static const char *names[10] = {"delta", "accept_next", "risky", "flat", "stop",
+                                    "todo", "term", "next", "la_at", "la_term"};
+    Buf b[10];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < 10; i++)
+        if (take(o[i], &b[i], sizes[i], i >= 6, names[i]) < 0) {
+            release(b, 10);
+            return NULL;
+        }
+    const int32_t *delta = b[0].b.buf, *accept_next = b[1].b.buf;
+    const uint8_t *risky = b[2].b.buf, *flat = b[3].b.buf;
+    const int64_t *stop = b[4].b.buf, *todo = b[5].b.buf;
+    int64_t *term = b[6].b.buf, *next = b[7].b.buf, *la_at = b[8].b.buf, *la_term = b[9].b.buf;
+    Py_ssize_t n = LEN(b[5]), positions = LEN(b[3]);
+    if (LEN(b[4]) != positions || LEN(b[6]) < n || LEN(b[7]) < n || LEN(b[8]) < n || LEN(b[9]) < n) {
+        release(b, 10);
+        return PyErr_Format(PyExc_ValueError, "first_lexemes: array lengths disagree");
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (todo[i] < 0 || todo[i] >= positions) {
+            release(b, 10);
+            return PyErr_Format(PyExc_ValueError, "first_lexemes: position %lld outside 0..%zd", (long long)todo[i],
+                                positions);
+        }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t pos = todo[i], end = stop[pos], last = -1, last_term = DEAD;
+        int64_t q = delta[flat[pos]];
+        term[i] = DEAD, next[i] = DEAD, la_at[i] = -1, la_term[i] = DEAD;
+        if (q == DEAD) continue;
+        for (pos++;; pos++) {
+            if (pos == end) {
+                term[i] = -2, next[i] = q, la_at[i] = last, la_term[i] = last_term;
+                break;
+            }
+            int64_t c = flat[pos];
+            int32_t nxt = delta[q * 256 + c], here = accept_next[q * 256 + c];
+            if (nxt == DEAD) {
+                if (here == DEAD && last >= 0) term[i] = last_term, next[i] = last;
+                else term[i] = here, next[i] = pos;
+                break;
+            }
+            if (here != DEAD) last = pos, last_term = here;
+            if (!risky[nxt]) last = -1;
+            q = nxt;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 10);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS, "Walk token-trie subtrees from DFA states (see greatgramma/munch.py)."},
+    {"first_lexemes", first_lexemes, METH_VARARGS, "First lexemes from the start state (see greatgramma/munch.py)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_munch", "Compiled maximal-munch loops.", -1, methods};
+
+PyMODINIT_FUNC PyInit__munch(void) { return PyModule_Create(&module); }

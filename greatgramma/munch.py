@@ -1,0 +1,80 @@
+"""The compiled maximal-munch loops (``_munch.c``): token strings run through the lexer DFA byte
+by byte, which numpy can only do one trie level at a time.
+
+The extension is optional: where it is not built (no C compiler at install time) or
+``GG_NATIVE=0`` is set, :data:`native` is None and the callers run their numpy loops, which give
+the same results (``tests/test_munch.py`` compares them).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+try:
+    from . import _munch as _extension
+except ImportError:  # not built: the numpy loops run instead
+    _extension = None
+
+native = None if os.environ.get("GG_NATIVE", "1") == "0" else _extension
+
+# walk's outcome codes (as in _munch.c)
+ONE, DROP, BREAK, FALLBACK, END = 0, 1, 2, 3, 4
+
+
+class DFAArrays(NamedTuple):
+    """A DFA's tables as the extension reads them (contiguous, fixed item sizes)."""
+
+    delta: np.ndarray  # int32[Q * 256]
+    accept_next: np.ndarray  # int32[Q * 256]
+    risky: np.ndarray  # uint8[Q]
+
+    @classmethod
+    def of(cls, delta: np.ndarray, accept_next: np.ndarray, risky: np.ndarray) -> DFAArrays:
+        return cls(
+            np.ascontiguousarray(delta, dtype=np.int32).ravel(),
+            np.ascontiguousarray(accept_next, dtype=np.int32).ravel(),
+            np.ascontiguousarray(risky, dtype=np.uint8),
+        )
+
+
+class StringWalk(NamedTuple):
+    """Per string of the walked ranges, in order: the outcome code; the terminal (BREAK); the
+    byte offset the rest starts at (BREAK) or the state it ends in (END); for END where the
+    lexeme last could end (offset, terminal; -1: the entry fallback is held, -2: nowhere); the
+    column where the first lexeme or the string ends and, for END, at that last possible end
+    (``subtrees.BaseWalk.where``)."""
+
+    code: np.ndarray
+    term: np.ndarray
+    at: np.ndarray
+    la_off: np.ndarray
+    la_term: np.ndarray
+    where: np.ndarray
+    la_where: np.ndarray
+
+
+def walk(dfa: DFAArrays, flat: np.ndarray, offsets: np.ndarray, lcp: np.ndarray,
+         lo: np.ndarray, hi: np.ndarray, state: np.ndarray, la_off: np.ndarray, tab: int) -> StringWalk:
+    """Each string of each range [lo[i], hi[i]) (a trie subtree: strings sharing a first byte),
+    read from DFA ``state[i]`` after that byte with ``la_off[i]`` (-1: holding the fallback it
+    entered with, -2: none), until its first lexeme ends or the string does (``tab``: the
+    columns a tab counts)."""
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+    lo, hi = i64(lo), i64(hi)
+    total = int((hi - lo).sum())
+    out = StringWalk(np.empty(total, np.int8), *(np.empty(total, np.int64) for _ in range(6)))
+    native.walk(*dfa, flat, offsets, lcp, lo, hi, i64(state), i64(la_off), int(tab), *out)
+    return out
+
+
+def first_lexemes(dfa: DFAArrays, flat: np.ndarray, stop: np.ndarray, todo: np.ndarray) -> tuple[np.ndarray, ...]:
+    """From the start state at flat positions ``todo`` (``stop``: per flat position, where its
+    string ends): (break terminal, END or DEAD; flat position the rest starts at, or the end
+    state; for END, the flat position where the lexeme last could end, -1: none; its terminal)."""
+    todo = np.ascontiguousarray(todo, dtype=np.int64)
+    out = tuple(np.empty(len(todo), np.int64) for _ in range(4))
+    native.first_lexemes(*dfa, flat, stop, todo, *out)
+    return out
