@@ -20,6 +20,15 @@ except ImportError:  # not built: the numpy loops run instead
 
 native = None if os.environ.get("GG_NATIVE", "1") == "0" else _extension
 
+
+
+def loops() -> str:
+    """Which loops run: "compiled" (``_munch.c``), or "numpy" and why."""
+    if native is not None:
+        return "compiled"
+    return "numpy (GG_NATIVE=0)" if _extension is not None else "numpy (greatgramma._munch was not built)"
+
+
 # walk's outcome codes (as in _munch.c)
 ONE, DROP, BREAK, FALLBACK, END = 0, 1, 2, 3, 4
 
