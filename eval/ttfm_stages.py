@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tokenizer = root / "tokenizers" / args.tokenizer / "tokenizer.json.gz"
     trees = dict(t.split("=", 1) for t in args.tree) if args.tree else {"this": str(root)}
-    files = sample(args.data, args.limit)
+    files = sample(args.data.resolve(), args.limit)  # absolute: each child runs in its own tree
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "ttfm_stages_child.py"
         shutil.copy(__file__, script)

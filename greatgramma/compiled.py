@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import artifact, munch
+from . import artifact, native
 from .blocks import BlockTable, StatusLayout
 from .errors import ArtifactError, GrammarWarning, GreatGrammaError, ResourceLimitError
 from .grammar import Grammar
@@ -73,7 +73,7 @@ class CompiledGrammar:
             "outcome_rows": len(self.transducer.outcomes),
             "suffix_rows": f"{self.transducer.num_computed:,} of {len(self.transducer.suffix):,}",
             "subtrees": self.preprocessed_subtrees,
-            "munch_loops": munch.loops(),
+            "compiled_loops": native.loops(),
             "seconds": dict(self.timings),
         }
 

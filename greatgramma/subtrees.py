@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import munch
+from . import native
 from .codes import DEAD, END, END_HELD, END_LA, FALLBACK, NEWLINE_SEEN, NO_TERM, UNKNOWN
 from .errors import ResourceLimitError
 from .lexer import MAX_BACKTRACK
@@ -203,7 +203,7 @@ class SubtreeWalks:
         lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
         state = np.array([q for _, q in pairs], dtype=np.int64)
         held = self.base_dfa()[2][state]  # the lexeme keeps whatever fallback it entered with
-        if munch.native is not None:
+        if native.ext is not None:
             walked = self._walk_native(lo, np.array([span[b][1] for b, _ in pairs], dtype=np.int64), state, held)
         else:
             walked = self._walk_numpy(lo, state, held)
@@ -232,18 +232,18 @@ class SubtreeWalks:
         return BaseWalk(*(a[order] for a in walked))
 
     def _walk_native(self, lo: np.ndarray, hi: np.ndarray, state: np.ndarray, held: np.ndarray) -> BaseWalk:
-        """As ``_walk_numpy``, for the subtrees' strings [lo, hi), in the compiled loop (``munch``)."""
+        """As ``_walk_numpy``, for the subtrees' strings [lo, hi), in the compiled loop (``native``)."""
         trie = self.trie
-        got = munch.walk(self._dfa_arrays, trie.flat_bytes, trie.offsets, trie.common_prefix,
+        got = native.walk(self._dfa_arrays, trie.flat_bytes, trie.offsets, trie.common_prefix,
                          lo, hi, state, np.where(held, -1, -2), self.base_dfa()[3])
         strings, origin = _expand_ranges(lo, hi)
-        one, fallback, brk = got.code == munch.ONE, got.code == munch.FALLBACK, got.code == munch.BREAK
+        one, fallback, brk = got.code == native.ONE, got.code == native.FALLBACK, got.code == native.BREAK
         rest, la_off = got.at, got.la_off
         rest[one], la_off[one] = state[origin[one]], np.where(held[origin[one]], -1, -2)
         rest[fallback] = 0
         at = np.flatnonzero(brk)
         rest[at] = self.transducer.rows_at(trie.offsets[strings[at]] + rest[at])
-        ends = one | (got.code == munch.END)
+        ends = one | (got.code == native.END)
         kind = np.where(la_off == -1, END_HELD, np.where(la_off >= 0, END_LA, END))
         kind = np.where(ends, kind, np.where(fallback, FALLBACK, np.where(self.ignored[got.term], NO_TERM, got.term)))
         keep = np.flatnonzero(ends | fallback | (brk & (rest != DEAD)))
@@ -253,8 +253,8 @@ class SubtreeWalks:
                         np.where(ends, got.la_where[keep], 0))
 
     @cached_property
-    def _dfa_arrays(self) -> munch.DFAArrays:
-        return munch.DFAArrays.of(*self.base_dfa()[:3])
+    def _dfa_arrays(self) -> native.DFAArrays:
+        return native.DFAArrays.of(*self.base_dfa()[:3])
 
     def _specialise(self, sym: BaseWalk, column: np.ndarray | None) -> Walk:
         """Base subtree results for the states that enter them (with the column each holds, per entry)."""

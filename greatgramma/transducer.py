@@ -23,7 +23,7 @@ from functools import cached_property
 
 import numpy as np
 
-from . import munch
+from . import native
 from .codes import DEAD, END, UNKNOWN
 from .lexing import LexingTransducer
 from .trie import TokenTrie
@@ -185,8 +185,8 @@ class TokenTransducer:
         starts at (maximal munch, backing up to the last possible end), or END and the lexer
         state the string ends in, or DEAD."""
         trie, lexer = self.trie, self.lexer
-        if munch.native is not None:
-            term, nxt, la_at, la_term = munch.first_lexemes(self._dfa_arrays, trie.flat_bytes, trie.position_end, flat)
+        if native.ext is not None:
+            term, nxt, la_at, la_term = native.first_lexemes(self._dfa_arrays, trie.flat_bytes, trie.position_end, flat)
             done = np.flatnonzero(term == END)
             if len(done):
                 string = trie.position_string[flat[done]].astype(np.int64)
@@ -229,8 +229,8 @@ class TokenTransducer:
         return res_term, res_next
 
     @cached_property
-    def _dfa_arrays(self) -> munch.DFAArrays:
-        return munch.DFAArrays.of(self.lexer.delta, self.lexer.accept_next, self.lexer.risky)
+    def _dfa_arrays(self) -> native.DFAArrays:
+        return native.DFAArrays.of(self.lexer.delta, self.lexer.accept_next, self.lexer.risky)
 
     def end_states(self, state: np.ndarray, term: np.ndarray, string: np.ndarray, off: np.ndarray) -> np.ndarray:
         """Lexer states of lexemes left unfinished in DFA ``state`` whose last possible end was

@@ -13,7 +13,7 @@ import pytest
 from helpers import CALC, CALC_TOKENS, program_paths, require_tokenizer
 
 import greatgramma as gg
-from greatgramma import munch
+from greatgramma import native
 from greatgramma.tokenize import load_tokenizer
 
 
@@ -39,13 +39,13 @@ def _loaded_once(load: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 @pytest.fixture(params=["compiled", "numpy"])
-def munch_loops(request, monkeypatch) -> str:
-    """Run the test with the compiled maximal-munch loops (greatgramma/_munch.c) and again with the
+def compiled_loops(request, monkeypatch) -> str:
+    """Run the test with the compiled maximal-munch loops (greatgramma/_native.c) and again with the
     numpy loops that stand in where it is not built (``GG_NATIVE=0``)."""
     if request.param == "numpy":
-        monkeypatch.setattr(munch, "native", None)
-    elif munch.native is None:
-        pytest.skip("greatgramma._munch is not built (no C compiler when the package was installed) or GG_NATIVE=0")
+        monkeypatch.setattr(native, "ext", None)
+    elif native.ext is None:
+        pytest.skip("greatgramma._native is not built (no C compiler when the package was installed) or GG_NATIVE=0")
     return request.param
 
 

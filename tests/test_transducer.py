@@ -55,7 +55,7 @@ def _setup(name: str, eager: bool = False):
 
 @pytest.mark.parametrize("eager", [False, True], ids=["lazy", "eager"])
 @pytest.mark.parametrize("name", ["json", "go", "java", "python"])
-def test_views_match_byte_by_byte_lexing(name: str, eager: bool, munch_loops: str) -> None:
+def test_views_match_byte_by_byte_lexing(name: str, eager: bool, compiled_loops: str) -> None:
     compiled, vocab, tokens, states = _setup(name, eager)
     lexer = compiled.lexer
     views = LexerViews(compiled.blocks, vocab.vocab_size, 64 << 20, 1 << 20)
@@ -71,7 +71,7 @@ def test_views_match_byte_by_byte_lexing(name: str, eager: bool, munch_loops: st
 
 
 @pytest.mark.parametrize("name", ["json", "go", "python"])
-def test_outcome_rows_match_byte_by_byte_lexing(name: str, munch_loops: str) -> None:
+def test_outcome_rows_match_byte_by_byte_lexing(name: str, compiled_loops: str) -> None:
     """SubtreeWalks.outcome_rows (what strings do from a lexer state, read off the suffix rows and
     the walks: how held fallbacks get their extended states in bulk) against LexingTransducer.feed,
     end states included: the extended states made in bulk are the ones feed makes."""

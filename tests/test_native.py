@@ -1,4 +1,4 @@
-"""The compiled maximal-munch loops (greatgramma/_munch.c) against the numpy loops they stand in
+"""The compiled maximal-munch loops (greatgramma/_native.c) against the numpy loops they stand in
 for, on real vocabularies: the same subtree walks, the same suffix rows, the same masks.
 (tests/test_transducer.py checks both against byte-by-byte lexing on small vocabularies.)"""
 
@@ -11,12 +11,12 @@ import pytest
 from helpers import BENCH, GRAMMARS
 
 import greatgramma as gg
-from greatgramma import munch
+from greatgramma import native
 from greatgramma.codes import END_LA
 from greatgramma.subtrees import SubtreeWalks
 
 pytestmark = pytest.mark.skipif(
-    munch.native is None, reason="greatgramma._munch is not built (no C compiler at install) or GG_NATIVE=0"
+    native.ext is None, reason="greatgramma._native is not built (no C compiler at install) or GG_NATIVE=0"
 )
 
 SCHEMA = {
@@ -57,10 +57,10 @@ def test_walks_and_suffix_rows_agree(name: str, vocabularies, monkeypatch) -> No
     extended states carry the same ids), and the suffix rows at every token byte position."""
     compiled = gg.compile(_grammar(name), vocabularies("llama2"))
     tr = compiled.transducer
-    native = munch.native
+    compiled_loops = native.ext
     tables = []
-    for loops in (None, native):
-        monkeypatch.setattr(munch, "native", loops)
+    for loops in (None, compiled_loops):
+        monkeypatch.setattr(native, "ext", loops)
         walks = SubtreeWalks(tr)
         walks.walk_all()
         tables.append(walks._subtrees if compiled.lexer.columns is None else walks._base_subtrees)
@@ -71,8 +71,8 @@ def test_walks_and_suffix_rows_agree(name: str, vocabularies, monkeypatch) -> No
             assert np.array_equal(a[field], b[field]), (key, field)
     flat = np.arange(len(tr.trie.flat_bytes), dtype=np.int64)
     got = []
-    for loops in (None, native):
-        monkeypatch.setattr(munch, "native", loops)
+    for loops in (None, compiled_loops):
+        monkeypatch.setattr(native, "ext", loops)
         got.append(tr._first_lexemes(flat))
     assert all(np.array_equal(x, y) for x, y in zip(*got))
 
@@ -85,8 +85,8 @@ def test_masks_agree(vocabularies, hf_tokenizers, monkeypatch) -> None:
     text = '{"name": "Ada Lovelace", "n": 299, "x": -1.5e3, "tag": "ab"}'
     ids = encode_exact(hf_tokenizers("llama3"), text, vocab.token_bytes)
     digests = []
-    for loops in (None, munch.native):
-        monkeypatch.setattr(munch, "native", loops)
+    for loops in (None, native.ext):
+        monkeypatch.setattr(native, "ext", loops)
         masker = gg.Masker(gg.compile(gg.Grammar.from_json_schema(SCHEMA), vocab))
         state, digest = masker.initial_state(), hashlib.sha256()
         for t in ids:
@@ -100,11 +100,11 @@ def test_masks_agree(vocabularies, hf_tokenizers, monkeypatch) -> None:
 def test_bad_arguments_are_refused() -> None:
     """Ranges outside the strings and arrays of the wrong item size raise, before any loop runs."""
     trie = gg.compile(gg.Grammar('start: "a"'), gg.Vocabulary([None, b"a", b"ab"], eos_token_ids=[0])).trie
-    dfa = munch.DFAArrays.of(np.full((2, 256), -1), np.full((2, 256), -1), np.zeros(2, bool))
+    dfa = native.DFAArrays.of(np.full((2, 256), -1), np.full((2, 256), -1), np.zeros(2, bool))
     one = np.array([0])
     with pytest.raises(ValueError, match="outside"):
-        munch.walk(dfa, trie.flat_bytes, trie.offsets, trie.common_prefix, one, np.array([5]), one, one, 0)
+        native.walk(dfa, trie.flat_bytes, trie.offsets, trie.common_prefix, one, np.array([5]), one, one, 0)
     with pytest.raises(ValueError, match="outside"):
-        munch.first_lexemes(dfa, trie.flat_bytes, trie.position_end, np.array([99]))
+        native.first_lexemes(dfa, trie.flat_bytes, trie.position_end, np.array([99]))
     with pytest.raises(TypeError, match="lcp"):
-        munch.walk(dfa, trie.flat_bytes, trie.offsets, trie.offsets, one, one, one, one, 0)
+        native.walk(dfa, trie.flat_bytes, trie.offsets, trie.offsets, one, one, one, one, 0)

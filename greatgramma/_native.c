@@ -1,5 +1,5 @@
 /* Maximal-munch runs of the lexer DFA over token strings: the two byte-by-byte loops of the
- * pipeline, compiled (greatgramma/munch.py wraps them; subtrees.py and transducer.py hold the
+ * pipeline, compiled (greatgramma/native.py wraps them; subtrees.py and transducer.py hold the
  * same loops in numpy, used where this module is not built, and the tests check both agree).
  *
  * walk:           the strings of trie subtrees from the DFA state after their first byte until
@@ -7,7 +7,7 @@
  *                 common prefix with the one before it.
  * first_lexemes:  from the start state at flat byte positions, the first lexeme (the suffix rows).
  *
- * Arrays come as contiguous buffers of fixed item sizes (munch.py converts them); both loops
+ * Arrays come as contiguous buffers of fixed item sizes (native.py converts them); both loops
  * release the GIL. */
 
 #define PY_SSIZE_T_CLEAN
@@ -17,7 +17,7 @@
 
 #define DEAD (-1)
 
-/* Outcome codes of walk (munch.py names them). */
+/* Outcome codes of walk (native.py names them). */
 #define W_ONE 0      /* a one-byte string: not walked (the caller does it) */
 #define W_DROP 1     /* dies with no lexeme to back up to */
 #define W_BREAK 2    /* first lexeme ends as term; the rest starts at byte off */
@@ -232,11 +232,11 @@ static PyObject *first_lexemes(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"walk", walk, METH_VARARGS, "Walk token-trie subtrees from DFA states (see greatgramma/munch.py)."},
-    {"first_lexemes", first_lexemes, METH_VARARGS, "First lexemes from the start state (see greatgramma/munch.py)."},
+    {"walk", walk, METH_VARARGS, "Walk token-trie subtrees from DFA states (see greatgramma/native.py)."},
+    {"first_lexemes", first_lexemes, METH_VARARGS, "First lexemes from the start state (see greatgramma/native.py)."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_munch", "Compiled maximal-munch loops.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "Compiled maximal-munch loops.", -1, methods};
 
-PyMODINIT_FUNC PyInit__munch(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

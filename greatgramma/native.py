@@ -1,9 +1,9 @@
-"""The compiled maximal-munch loops (``_munch.c``): token strings run through the lexer DFA byte
-by byte, which numpy can only do one trie level at a time.
+"""The compiled loops (``_native.c``): token strings run through the lexer DFA byte by byte,
+which numpy can only do one trie level at a time, and the lexer DFA's product construction.
 
 The extension is optional: where it is not built (no C compiler at install time) or
-``GG_NATIVE=0`` is set, :data:`native` is None and the callers run their numpy loops, which give
-the same results (``tests/test_munch.py`` compares them).
+``GG_NATIVE=0`` is set, :data:`ext` is None and the callers run their numpy loops, which give
+the same results (``tests/test_native.py`` compares them).
 """
 
 from __future__ import annotations
@@ -14,22 +14,22 @@ from typing import NamedTuple
 import numpy as np
 
 try:
-    from . import _munch as _extension
+    from . import _native as _extension
 except ImportError:  # not built: the numpy loops run instead
     _extension = None
 
-native = None if os.environ.get("GG_NATIVE", "1") == "0" else _extension
+ext = None if os.environ.get("GG_NATIVE", "1") == "0" else _extension  # the loops in use: None for numpy
 
 
 
 def loops() -> str:
-    """Which loops run: "compiled" (``_munch.c``), or "numpy" and why."""
-    if native is not None:
+    """Which loops run: "compiled" (``_native.c``), or "numpy" and why."""
+    if ext is not None:
         return "compiled"
-    return "numpy (GG_NATIVE=0)" if _extension is not None else "numpy (greatgramma._munch was not built)"
+    return "numpy (GG_NATIVE=0)" if _extension is not None else "numpy (greatgramma._native was not built)"
 
 
-# walk's outcome codes (as in _munch.c)
+# walk's outcome codes (as in _native.c)
 ONE, DROP, BREAK, FALLBACK, END = 0, 1, 2, 3, 4
 
 
@@ -75,7 +75,7 @@ def walk(dfa: DFAArrays, flat: np.ndarray, offsets: np.ndarray, lcp: np.ndarray,
     lo, hi = i64(lo), i64(hi)
     total = int((hi - lo).sum())
     out = StringWalk(np.empty(total, np.int8), *(np.empty(total, np.int64) for _ in range(6)))
-    native.walk(*dfa, flat, offsets, lcp, lo, hi, i64(state), i64(la_off), int(tab), *out)
+    ext.walk(*dfa, flat, offsets, lcp, lo, hi, i64(state), i64(la_off), int(tab), *out)
     return out
 
 
@@ -85,5 +85,5 @@ def first_lexemes(dfa: DFAArrays, flat: np.ndarray, stop: np.ndarray, todo: np.n
     state; for END, the flat position where the lexeme last could end, -1: none; its terminal)."""
     todo = np.ascontiguousarray(todo, dtype=np.int64)
     out = tuple(np.empty(len(todo), np.int64) for _ in range(4))
-    native.first_lexemes(*dfa, flat, stop, todo, *out)
+    ext.first_lexemes(*dfa, flat, stop, todo, *out)
     return out
