@@ -1,5 +1,5 @@
 """The compiled loops (``_native.c``): token strings run through the lexer DFA byte by byte,
-which numpy can only do one trie level at a time, and the lexer DFA's product construction.
+which numpy can only do one trie level at a time (the subtree walks, the suffix rows' lexemes).
 
 The extension is optional: where it is not built (no C compiler at install time) or
 ``GG_NATIVE=0`` is set, :data:`ext` is None and the callers run their numpy loops, which give
@@ -19,7 +19,6 @@ except ImportError:  # not built: the numpy loops run instead
     _extension = None
 
 ext = None if os.environ.get("GG_NATIVE", "1") == "0" else _extension  # the loops in use: None for numpy
-
 
 
 def loops() -> str:
