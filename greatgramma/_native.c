@@ -3,7 +3,7 @@
  * same loops in numpy, used where this module is not built, and the tests check both agree).
  *
  * walk:           the strings of trie subtrees from the DFA state after their first byte until
- *                 their first lexeme ends (SubtreeWalks, no indenter), sharing each string's
+ *                 their first lexeme ends (SubtreeWalks; with the columns an indenter needs), sharing each string's
  *                 common prefix with the one before it.
  * suffix_lexemes: from the start state at flat byte positions, the first lexeme, and from where
  *                 it breaks, on (the suffix rows, before they are interned).
