@@ -5,7 +5,8 @@
  * walk:           the strings of trie subtrees from the DFA state after their first byte until
  *                 their first lexeme ends (SubtreeWalks; with the columns an indenter needs), sharing each string's
  *                 common prefix with the one before it.
- * first_lexemes:  from the start state at flat byte positions, the first lexeme (the suffix rows).
+ * suffix_lexemes: from the start state at flat byte positions, the first lexeme, and from where
+ *                 it breaks, on (the suffix rows, before they are interned).
  *
  * Arrays come as contiguous buffers of fixed item sizes (native.py converts them); both loops
  * release the GIL. */
@@ -167,73 +168,134 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* first_lexemes(delta i32[Q*256], accept_next i32[Q*256], risky u8[Q], flat u8[N], stop i64[N],
- *               todo i64[T], term i64[T], next i64[T], la_at i64[T], la_term i64[T])
- * From the start state at each flat position todo[i] (its string ends at stop[todo[i]]): the
- * terminal its first lexeme breaks as and the flat position the rest starts at; or END (-2), the
- * state the string ends in and where the lexeme last could end (la_at, la_term; -1: nowhere);
+/* The first lexeme from the start state at flat position pos of a string ending at end: the
+ * terminal it breaks as (*next: the flat position the rest starts at), or END (-2; *next: the
+ * state the string ends in; *la_at, *la_term: where the lexeme last could end, -1: nowhere),
  * or DEAD. */
-static PyObject *first_lexemes(PyObject *self, PyObject *args) {
-    PyObject *o[10];
-    if (!PyArg_UnpackTuple(args, "first_lexemes", 10, 10, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                           &o[8], &o[9]))
+static int64_t first_lexeme(const int32_t *delta, const int32_t *accept_next, const uint8_t *risky,
+                            const uint8_t *flat, int64_t pos, int64_t end, int64_t *next, int64_t *la_at,
+                            int64_t *la_term) {
+    int64_t last = -1, last_term = DEAD, q = delta[flat[pos]];
+    *next = DEAD, *la_at = -1, *la_term = DEAD;
+    if (q == DEAD) return DEAD;
+    for (pos++;; pos++) {
+        if (pos == end) {
+            *next = q, *la_at = last, *la_term = last_term;
+            return -2;
+        }
+        int64_t c = flat[pos];
+        int32_t nxt = delta[q * 256 + c], here = accept_next[q * 256 + c];
+        if (nxt == DEAD) {
+            if (here == DEAD && last >= 0) {
+                *next = last;
+                return last_term;
+            }
+            *next = pos;
+            return here;
+        }
+        if (here != DEAD) last = pos, last_term = here;
+        if (!risky[nxt]) last = -1;
+        q = nxt;
+    }
+}
+
+typedef struct {
+    int64_t pos, index;
+} Slot;
+
+static int later_first(const void *a, const void *b) {
+    int64_t x = ((const Slot *)a)->pos, y = ((const Slot *)b)->pos;
+    return (x < y) - (x > y);
+}
+
+#define UNKNOWN (-7)
+
+/* suffix_lexemes(delta i32[Q*256], accept_next i32[Q*256], risky u8[Q], flat u8[N], stop i64[N],
+ *                memo i32[N], todo i64[T])
+ * The first lexemes of the suffix rows not yet known (memo UNKNOWN) at positions todo and at
+ * every position a break there continues at, recursively: (positions, term, next, la_at, la_term,
+ * depth) as bytes of i64 arrays, per position as first_lexeme gives it; depth 0 where the rest is
+ * known (END, DEAD, or a break continuing at a known row), else 1 + the continuation's depth. */
+static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
+    PyObject *o[7];
+    if (!PyArg_UnpackTuple(args, "suffix_lexemes", 7, 7, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6]))
         return NULL;
-    static const Py_ssize_t sizes[10] = {4, 4, 1, 1, 8, 8, 8, 8, 8, 8};
-    static const char *names[10] = {"delta", "accept_next", "risky", "flat", "stop",
-                                    "todo", "term", "next", "la_at", "la_term"};
-    Buf b[10];
+    static const Py_ssize_t sizes[7] = {4, 4, 1, 1, 8, 4, 8};
+    static const char *names[7] = {"delta", "accept_next", "risky", "flat", "stop", "memo", "todo"};
+    Buf b[7];
     memset(b, 0, sizeof b);
-    for (int i = 0; i < 10; i++)
-        if (take(o[i], &b[i], sizes[i], i >= 6, names[i]) < 0) {
-            release(b, 10);
+    for (int i = 0; i < 7; i++)
+        if (take(o[i], &b[i], sizes[i], 0, names[i]) < 0) {
+            release(b, 7);
             return NULL;
         }
-    const int32_t *delta = b[0].b.buf, *accept_next = b[1].b.buf;
+    const int32_t *delta = b[0].b.buf, *accept_next = b[1].b.buf, *memo = b[5].b.buf;
     const uint8_t *risky = b[2].b.buf, *flat = b[3].b.buf;
-    const int64_t *stop = b[4].b.buf, *todo = b[5].b.buf;
-    int64_t *term = b[6].b.buf, *next = b[7].b.buf, *la_at = b[8].b.buf, *la_term = b[9].b.buf;
-    Py_ssize_t n = LEN(b[5]), positions = LEN(b[3]);
-    if (LEN(b[4]) != positions || LEN(b[6]) < n || LEN(b[7]) < n || LEN(b[8]) < n || LEN(b[9]) < n) {
-        release(b, 10);
-        return PyErr_Format(PyExc_ValueError, "first_lexemes: array lengths disagree");
+    const int64_t *stop = b[4].b.buf, *todo = b[6].b.buf;
+    Py_ssize_t n = LEN(b[6]), positions = LEN(b[3]);
+    if (LEN(b[4]) != positions || LEN(b[5]) != positions) {
+        release(b, 7);
+        return PyErr_Format(PyExc_ValueError, "suffix_lexemes: array lengths disagree");
     }
     for (Py_ssize_t i = 0; i < n; i++)
         if (todo[i] < 0 || todo[i] >= positions) {
-            release(b, 10);
-            return PyErr_Format(PyExc_ValueError, "first_lexemes: position %lld outside 0..%zd", (long long)todo[i],
-                                positions);
+            release(b, 7);
+            return PyErr_Format(PyExc_ValueError, "suffix_lexemes: position %lld outside 0..%zd",
+                                (long long)todo[i], positions);
         }
+    Py_ssize_t cap = n + 1024, count = 0;
+    uint8_t *seen = calloc(positions + 1, 1);
+    int64_t *out[6];
+    int failed = !seen;
+    for (int k = 0; k < 6; k++) failed |= !(out[k] = malloc(sizeof(int64_t) * cap));
+    int32_t *slot = failed ? NULL : malloc(sizeof(int32_t) * (positions + 1));
+    Slot *order = NULL;
+    failed |= !slot;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t pos = todo[i], end = stop[pos], last = -1, last_term = DEAD;
-        int64_t q = delta[flat[pos]];
-        term[i] = DEAD, next[i] = DEAD, la_at[i] = -1, la_term[i] = DEAD;
-        if (q == DEAD) continue;
-        for (pos++;; pos++) {
-            if (pos == end) {
-                term[i] = -2, next[i] = q, la_at[i] = last, la_term[i] = last_term;
-                break;
+    int64_t *pos = out[0], *term = out[1], *next = out[2], *la_at = out[3], *la_term = out[4], *depth = out[5];
+    for (Py_ssize_t i = 0; !failed && i < n; i++)
+        if (memo[todo[i]] == UNKNOWN && !seen[todo[i]]) seen[todo[i]] = 1, pos[count++] = todo[i];
+    for (Py_ssize_t r = 0; !failed && r < count; r++) {
+        term[r] = first_lexeme(delta, accept_next, risky, flat, pos[r], stop[pos[r]], &next[r], &la_at[r], &la_term[r]);
+        int64_t k = next[r];
+        if (term[r] < 0 || memo[k] != UNKNOWN || seen[k]) continue;
+        if (count == cap) {
+            cap *= 2;
+            for (int j = 0; j < 6; j++) {
+                int64_t *more = realloc(out[j], sizeof(int64_t) * cap);
+                if (!more) { failed = 1; break; }
+                out[j] = more;
             }
-            int64_t c = flat[pos];
-            int32_t nxt = delta[q * 256 + c], here = accept_next[q * 256 + c];
-            if (nxt == DEAD) {
-                if (here == DEAD && last >= 0) term[i] = last_term, next[i] = last;
-                else term[i] = here, next[i] = pos;
-                break;
-            }
-            if (here != DEAD) last = pos, last_term = here;
-            if (!risky[nxt]) last = -1;
-            q = nxt;
+            pos = out[0], term = out[1], next = out[2], la_at = out[3], la_term = out[4], depth = out[5];
+            if (failed) break;
+        }
+        seen[k] = 1, pos[count++] = k;
+    }
+    if (!failed && !(order = malloc(sizeof(Slot) * (count + 1)))) failed = 1;
+    if (!failed) { /* a continuation lies later in its string: compute depths from the last position back */
+        for (Py_ssize_t r = 0; r < count; r++) order[r].pos = pos[r], order[r].index = r, slot[pos[r]] = (int32_t)r;
+        qsort(order, count, sizeof(Slot), later_first);
+        for (Py_ssize_t i = 0; i < count; i++) {
+            int64_t r = order[i].index;
+            depth[r] = term[r] >= 0 && seen[next[r]] ? depth[slot[next[r]]] + 1 : 0;
         }
     }
     Py_END_ALLOW_THREADS
-    release(b, 10);
-    Py_RETURN_NONE;
+    PyObject *result = NULL;
+    if (failed) PyErr_NoMemory();
+    else
+        result = Py_BuildValue("(y#y#y#y#y#y#)", (char *)out[0], count * 8, (char *)out[1], count * 8,
+                               (char *)out[2], count * 8, (char *)out[3], count * 8, (char *)out[4], count * 8,
+                               (char *)out[5], count * 8);
+    for (int k = 0; k < 6; k++) free(out[k]);
+    free(seen), free(slot), free(order);
+    release(b, 7);
+    return result;
 }
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Walk token-trie subtrees from DFA states (see greatgramma/native.py)."},
-    {"first_lexemes", first_lexemes, METH_VARARGS, "First lexemes from the start state (see greatgramma/native.py)."},
+    {"suffix_lexemes", suffix_lexemes, METH_VARARGS, "First lexemes of the suffix rows to compute (see greatgramma/native.py)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -78,11 +78,13 @@ def walk(dfa: DFAArrays, flat: np.ndarray, offsets: np.ndarray, lcp: np.ndarray,
     return out
 
 
-def first_lexemes(dfa: DFAArrays, flat: np.ndarray, stop: np.ndarray, todo: np.ndarray) -> tuple[np.ndarray, ...]:
-    """From the start state at flat positions ``todo`` (``stop``: per flat position, where its
-    string ends): (break terminal, END or DEAD; flat position the rest starts at, or the end
-    state; for END, the flat position where the lexeme last could end, -1: none; its terminal)."""
-    todo = np.ascontiguousarray(todo, dtype=np.int64)
-    out = tuple(np.empty(len(todo), np.int64) for _ in range(4))
-    ext.first_lexemes(*dfa, flat, stop, todo, *out)
-    return out
+def suffix_lexemes(dfa: DFAArrays, flat: np.ndarray, stop: np.ndarray, memo: np.ndarray,
+                   todo: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The first lexemes from the start state at flat positions ``todo`` whose suffix row is not
+    known (``memo`` UNKNOWN), and at each position a lexeme break there continues at, recursively
+    (``stop``: per flat position, where its string ends). Per position met: (the position; the
+    break terminal, END or DEAD; the position the rest starts at, or the end state; for END, the
+    flat position where the lexeme last could end, -1: none, and its terminal; the depth: 0 where
+    the rest is known, else 1 + that of the position the rest starts at)."""
+    got = ext.suffix_lexemes(*dfa, flat, stop, memo, np.ascontiguousarray(todo, dtype=np.int64))
+    return tuple(np.frombuffer(b, dtype=np.int64).copy() for b in got)

@@ -155,6 +155,8 @@ class TokenTransducer:
     def _compute(self, todo: np.ndarray) -> None:
         """Fill the suffix rows at positions ``todo`` (not yet computed) and at the positions their
         first lexemes break at, recursively; then resolve them from the last byte position back."""
+        if native.ext is not None:
+            return self._compute_native(todo)
         memo = self.suffix
         seen = np.zeros(len(memo), dtype=bool)
         walked = []
@@ -180,19 +182,30 @@ class TokenTransducer:
             brk = ~is_end
             memo[at[brk]] = self.emit(t[brk], memo[n[brk]].astype(np.int64))
 
+    def _compute_native(self, todo: np.ndarray) -> None:
+        """``_compute`` with the first lexemes found in the compiled loop; rows resolved by their
+        depth (how many lexemes on their rest is not known yet), shallowest first."""
+        trie, memo = self.trie, self.suffix
+        flat, term, nxt, la_at, la_term, depth = native.suffix_lexemes(
+            self._dfa_arrays, trie.flat_bytes, trie.position_end, memo, todo)
+        memo[flat[term == DEAD]] = DEAD
+        end = np.flatnonzero(term == END)
+        if len(end):
+            string = trie.position_string[flat[end]].astype(np.int64)
+            off = np.where(la_at[end] >= 0, la_at[end] - trie.offsets[string], -1)
+            nxt[end] = self.end_states(nxt[end], la_term[end], string, off)
+            memo[flat[end]] = self.outcomes.intern_many(term[end], nxt[end])
+        brk = np.flatnonzero(term >= 0)
+        brk = brk[np.argsort(depth[brk], kind="stable")]
+        levels = np.split(brk, np.flatnonzero(np.diff(depth[brk])) + 1) if len(brk) else []
+        for sel in levels:  # each level's rests are known once the levels before it are
+            memo[flat[sel]] = self.emit(term[sel], memo[nxt[sel]].astype(np.int64))
+
     def _first_lexemes(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """From the start state at each position: the break terminal and the position the rest
         starts at (maximal munch, backing up to the last possible end), or END and the lexer
         state the string ends in, or DEAD."""
         trie, lexer = self.trie, self.lexer
-        if native.ext is not None:
-            term, nxt, la_at, la_term = native.first_lexemes(self._dfa_arrays, trie.flat_bytes, trie.position_end, flat)
-            done = np.flatnonzero(term == END)
-            if len(done):
-                string = trie.position_string[flat[done]].astype(np.int64)
-                off = np.where(la_at[done] >= 0, la_at[done] - trie.offsets[string], -1)
-                nxt[done] = self.end_states(nxt[done], la_term[done], string, off)
-            return term, nxt
         delta, accept_next, risky = lexer.delta, lexer.accept_next, lexer.risky
         data = trie.flat_bytes
         res_term = np.full(len(flat), DEAD, dtype=np.int64)  # break terminal, END, or DEAD
