@@ -199,15 +199,6 @@ static int64_t first_lexeme(const int32_t *delta, const int32_t *accept_next, co
     }
 }
 
-typedef struct {
-    int64_t pos, index;
-} Slot;
-
-static int later_first(const void *a, const void *b) {
-    int64_t x = ((const Slot *)a)->pos, y = ((const Slot *)b)->pos;
-    return (x < y) - (x > y);
-}
-
 #define UNKNOWN (-7)
 
 /* suffix_lexemes(delta i32[Q*256], accept_next i32[Q*256], risky u8[Q], flat u8[N], stop i64[N],
@@ -249,7 +240,7 @@ static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
     int failed = !seen;
     for (int k = 0; k < 6; k++) failed |= !(out[k] = malloc(sizeof(int64_t) * cap));
     int32_t *slot = failed ? NULL : malloc(sizeof(int32_t) * (positions + 1));
-    Slot *order = NULL;
+    int64_t *chain = NULL;
     failed |= !slot;
     Py_BEGIN_ALLOW_THREADS
     int64_t *pos = out[0], *term = out[1], *next = out[2], *la_at = out[3], *la_term = out[4], *depth = out[5];
@@ -271,13 +262,19 @@ static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
         }
         seen[k] = 1, pos[count++] = k;
     }
-    if (!failed && !(order = malloc(sizeof(Slot) * (count + 1)))) failed = 1;
-    if (!failed) { /* a continuation lies later in its string: compute depths from the last position back */
-        for (Py_ssize_t r = 0; r < count; r++) order[r].pos = pos[r], order[r].index = r, slot[pos[r]] = (int32_t)r;
-        qsort(order, count, sizeof(Slot), later_first);
-        for (Py_ssize_t i = 0; i < count; i++) {
-            int64_t r = order[i].index;
-            depth[r] = term[r] >= 0 && seen[next[r]] ? depth[slot[next[r]]] + 1 : 0;
+    if (!failed && !(chain = malloc(sizeof(int64_t) * (count + 1)))) failed = 1;
+    if (!failed) { /* each depth once: follow a position's continuations to a known depth, then back */
+        for (Py_ssize_t r = 0; r < count; r++) slot[pos[r]] = (int32_t)r, depth[r] = -1;
+        for (Py_ssize_t r0 = 0; r0 < count; r0++) {
+            Py_ssize_t len = 0;
+            int64_t r = r0, d = 0;
+            while (depth[r] < 0) {
+                chain[len++] = r;
+                if (term[r] < 0 || !seen[next[r]]) break;
+                r = slot[next[r]];
+            }
+            if (depth[r] >= 0) d = depth[r] + 1;
+            while (len--) depth[chain[len]] = d++;
         }
     }
     Py_END_ALLOW_THREADS
@@ -288,7 +285,7 @@ static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
                                (char *)out[2], count * 8, (char *)out[3], count * 8, (char *)out[4], count * 8,
                                (char *)out[5], count * 8);
     for (int k = 0; k < 6; k++) free(out[k]);
-    free(seen), free(slot), free(order);
+    free(seen), free(slot), free(chain);
     release(b, 7);
     return result;
 }
