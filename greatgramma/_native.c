@@ -7,8 +7,9 @@
  *                 common prefix with the one before it.
  * suffix_lexemes: from the start state at flat byte positions, the first lexeme, and from where
  *                 it breaks, on (the suffix rows, before they are interned).
+ * intern_rows:    those rows interned as outcome rows, shallowest first.
  *
- * Arrays come as contiguous buffers of fixed item sizes (native.py converts them); both loops
+ * Arrays come as contiguous buffers of fixed item sizes (native.py converts them); the loops
  * release the GIL. */
 
 #define PY_SSIZE_T_CLEAN
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #define DEAD (-1)
+#define END (-2)
 
 /* Outcome codes of walk (native.py names them). */
 #define W_ONE 0      /* a one-byte string: not walked (the caller does it) */
@@ -290,9 +292,101 @@ static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* intern_rows(term i64[K], next i64[K], depth i64[K], at i64[K], memo i32[N], ignored u8[T],
+ *             rows_term i64[R], rows_next i64[R])
+ * The suffix rows of suffix_lexemes' positions, shallowest first, written into memo at `at`:
+ * DEAD, an END row (END, end state), a break on an ignored terminal (the row it continues
+ * with), or a break row (term, the row it continues with), interned among the existing rows
+ * (rows_term/next) and the ones made here; returns the new rows' (term, next) as i64 bytes. */
+static PyObject *intern_rows(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    if (!PyArg_UnpackTuple(args, "intern_rows", 8, 8, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    static const Py_ssize_t sizes[8] = {8, 8, 8, 8, 4, 1, 8, 8};
+    static const char *names[8] = {"term", "next", "depth", "at", "memo", "ignored", "rows_term", "rows_next"};
+    Buf b[8];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < 8; i++)
+        if (take(o[i], &b[i], sizes[i], i == 4, names[i]) < 0) {
+            release(b, 8);
+            return NULL;
+        }
+    const int64_t *term = b[0].b.buf, *next = b[1].b.buf, *depth = b[2].b.buf, *at = b[3].b.buf;
+    const int64_t *rows_term = b[6].b.buf, *rows_next = b[7].b.buf;
+    int32_t *memo = b[4].b.buf;
+    const uint8_t *ignored = b[5].b.buf;
+    Py_ssize_t k = LEN(b[0]), n = LEN(b[4]), t = LEN(b[5]), r = LEN(b[6]), max_depth = 0;
+    if (LEN(b[1]) != k || LEN(b[2]) != k || LEN(b[3]) != k || LEN(b[7]) != r) {
+        release(b, 8);
+        return PyErr_Format(PyExc_ValueError, "intern_rows: array lengths disagree");
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (at[i] < 0 || at[i] >= n || depth[i] < 0 || depth[i] > k || term[i] < END || term[i] >= t ||
+            (term[i] >= 0 && (next[i] < 0 || next[i] >= n))) {
+            release(b, 8);
+            return PyErr_Format(PyExc_ValueError, "intern_rows: entry %zd out of range", i);
+        }
+        if (depth[i] > max_depth) max_depth = depth[i];
+    }
+    Py_ssize_t cap = 16;
+    while (cap < 2 * (r + k) + 16) cap *= 2;
+    int64_t *keys = malloc(sizeof(int64_t) * cap), *ids = malloc(sizeof(int64_t) * cap);
+    int64_t *new_term = malloc(sizeof(int64_t) * (k + 1)), *new_next = malloc(sizeof(int64_t) * (k + 1));
+    Py_ssize_t *level = calloc(max_depth + 2, sizeof(Py_ssize_t)), *order = malloc(sizeof(Py_ssize_t) * (k + 1));
+    if (!keys || !ids || !new_term || !new_next || !level || !order) {
+        free(keys), free(ids), free(new_term), free(new_next), free(level), free(order);
+        release(b, 8);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t made = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < cap; i++) ids[i] = -1;
+#define SLOT(key) ((Py_ssize_t)(((uint64_t)(key) * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1))
+#define KEY(a, c) ((((int64_t)(a) + 16) << 32) | (int64_t)(uint32_t)(c))
+    for (Py_ssize_t i = 0; i < r; i++) {
+        int64_t key = KEY(rows_term[i], rows_next[i]);
+        Py_ssize_t h = SLOT(key);
+        while (ids[h] >= 0 && keys[h] != key) h = (h + 1) & (cap - 1);
+        if (ids[h] < 0) keys[h] = key, ids[h] = i;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) level[depth[i] + 1]++; /* counting sort by depth */
+    for (Py_ssize_t d = 1; d <= max_depth + 1; d++) level[d] += level[d - 1];
+    for (Py_ssize_t i = 0; i < k; i++) order[level[depth[i]]++] = i;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        Py_ssize_t i = order[j];
+        int64_t a = term[i], c = next[i];
+        if (a == DEAD) { memo[at[i]] = DEAD; continue; }
+        if (a >= 0) {
+            c = memo[c];
+            if (c < 0) { /* DEAD, or (a caller's bug) a row not made yet */
+                bad |= c != DEAD;
+                memo[at[i]] = DEAD;
+                continue;
+            }
+            if (ignored[a]) { memo[at[i]] = (int32_t)c; continue; }
+        }
+        int64_t key = KEY(a, c);
+        Py_ssize_t h = SLOT(key);
+        while (ids[h] >= 0 && keys[h] != key) h = (h + 1) & (cap - 1);
+        if (ids[h] < 0) keys[h] = key, ids[h] = r + made, new_term[made] = a, new_next[made] = c, made++;
+        memo[at[i]] = (int32_t)ids[h];
+    }
+#undef SLOT
+#undef KEY
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (bad) PyErr_SetString(PyExc_ValueError, "intern_rows: a break continues at a row that is not known");
+    else result = Py_BuildValue("(y#y#)", (char *)new_term, made * 8, (char *)new_next, made * 8);
+    free(keys), free(ids), free(new_term), free(new_next), free(level), free(order);
+    release(b, 8);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Walk token-trie subtrees from DFA states (see greatgramma/native.py)."},
     {"suffix_lexemes", suffix_lexemes, METH_VARARGS, "First lexemes of the suffix rows to compute (see greatgramma/native.py)."},
+    {"intern_rows", intern_rows, METH_VARARGS, "Suffix rows interned, shallowest first (see greatgramma/native.py)."},
     {NULL, NULL, 0, NULL},
 };
 

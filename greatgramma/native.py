@@ -88,3 +88,15 @@ def suffix_lexemes(dfa: DFAArrays, flat: np.ndarray, stop: np.ndarray, memo: np.
     the rest is known, else 1 + that of the position the rest starts at)."""
     got = ext.suffix_lexemes(*dfa, flat, stop, memo, np.ascontiguousarray(todo, dtype=np.int64))
     return tuple(np.frombuffer(b, dtype=np.int64).copy() for b in got)
+
+
+def intern_rows(term: np.ndarray, nxt: np.ndarray, depth: np.ndarray, at: np.ndarray, memo: np.ndarray,
+                ignored: np.ndarray, rows_term: np.ndarray, rows_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Write the suffix rows of ``suffix_lexemes``' positions ``at`` into ``memo`` (int32), shallowest
+    first (``nxt``: for END the end state, else the position the rest starts at; ``ignored`` per
+    terminal): rows interned among the existing ones (``rows_term``/``rows_next``) or new; returns
+    the new rows' (terms, nexts), numbered on from the existing ones."""
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+    got = ext.intern_rows(i64(term), i64(nxt), i64(depth), i64(at), memo, np.ascontiguousarray(ignored, dtype=np.uint8),
+                          i64(rows_term), i64(rows_next))
+    return tuple(np.frombuffer(b, dtype=np.int64) for b in got)

@@ -66,6 +66,18 @@ class Outcomes:
         out[ok] = ids[inv.reshape(-1)]
         return out
 
+    def intern_rows(self, term: np.ndarray, nxt: np.ndarray, depth: np.ndarray, at: np.ndarray,
+                    memo: np.ndarray, ignored: np.ndarray) -> None:
+        """:func:`greatgramma.native.intern_rows` on these rows: ``memo[at]`` set, new rows added."""
+        with self._lock:
+            new_term, new_next = native.intern_rows(
+                term, nxt, depth, at, memo, ignored, np.array(self.term, dtype=np.int64), np.array(self.next, dtype=np.int64))
+            first = len(self.term)
+            terms, nexts = new_term.tolist(), new_next.tolist()
+            self._index.update(zip(zip(terms, nexts), range(first, first + len(terms))))
+            self.term.extend(terms)
+            self.next.extend(nexts)
+
     def unpack(self, o: int) -> tuple[tuple[int, ...], int]:
         """(terminals, end state) of row ``o``."""
         terms = []
@@ -183,23 +195,17 @@ class TokenTransducer:
             memo[at[brk]] = self.emit(t[brk], memo[n[brk]].astype(np.int64))
 
     def _compute_native(self, todo: np.ndarray) -> None:
-        """``_compute`` with the first lexemes found in the compiled loop; rows resolved by their
-        depth (how many lexemes on their rest is not known yet), shallowest first."""
+        """``_compute`` in the compiled loops: the first lexemes of every position met, then the
+        rows interned by depth (how many lexemes on their rest is not known yet), shallowest first."""
         trie, memo = self.trie, self.suffix
         flat, term, nxt, la_at, la_term, depth = native.suffix_lexemes(
             self._dfa_arrays, trie.flat_bytes, trie.position_end, memo, todo)
-        memo[flat[term == DEAD]] = DEAD
         end = np.flatnonzero(term == END)
         if len(end):
             string = trie.position_string[flat[end]].astype(np.int64)
             off = np.where(la_at[end] >= 0, la_at[end] - trie.offsets[string], -1)
             nxt[end] = self.end_states(nxt[end], la_term[end], string, off)
-            memo[flat[end]] = self.outcomes.intern_many(term[end], nxt[end])
-        brk = np.flatnonzero(term >= 0)
-        brk = brk[np.argsort(depth[brk], kind="stable")]
-        levels = np.split(brk, np.flatnonzero(np.diff(depth[brk])) + 1) if len(brk) else []
-        for sel in levels:  # each level's rests are known once the levels before it are
-            memo[flat[sel]] = self.emit(term[sel], memo[nxt[sel]].astype(np.int64))
+        self.outcomes.intern_rows(term, nxt, depth, flat, memo, self.ignored[:-1])
 
     def _first_lexemes(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """From the start state at each position: the break terminal and the position the rest
