@@ -8,6 +8,8 @@
  * suffix_lexemes: from the start state at flat byte positions, the first lexeme, and from where
  *                 it breaks, on (the suffix rows, before they are interned).
  * intern_rows:    those rows interned as outcome rows, shallowest first.
+ * product:        the lexer DFA as the product of the terminals' DFAs (lexer.build_lexer).
+ * refine:         its minimization (Moore's partition refinement).
  *
  * Arrays come as contiguous buffers of fixed item sizes (native.py converts them); the loops
  * release the GIL. */
@@ -16,6 +18,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define DEAD (-1)
 #define END (-2)
@@ -383,9 +386,264 @@ static PyObject *intern_rows(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* product(nclass, base i64[T+1], move_ptr i64[G+1], move_class i32[M], move_to i32[M], accepting u8[G],
+ *         before_id i32[G], before u8[K*256], rank i32[T], max_states, seconds)
+ * The lexer DFA as the product of the terminals' DFAs (global states: terminal t's state s is
+ * base[t] + s; moves by class, ascending): states are tuples of live components in terminal
+ * order, numbered as met (a state's new targets in class order), from the tuple of start states.
+ * Per state: its row over classes, the terminal it accepts (the best-ranked accepting component)
+ * and, per next byte, the one accepted before that byte (components whose before_id is -1 accept
+ * before any byte, others before the bytes of before[before_id]). Returns (code, states, rows,
+ * accept, accept_next): code 0, or 1 past max_states, or 2 past `seconds` (< 0: no limit). */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    int32_t *pool;      /* tuple components, tuple i at pool[start[i]..start[i+1]) */
+    int64_t *start;
+    Py_ssize_t n, pool_cap, cap;
+    int32_t *table;     /* open addressing: tuple id or -1 */
+    Py_ssize_t table_cap;
+} Tuples;
+
+static uint64_t hash_seq(const int32_t *x, Py_ssize_t n) {
+    uint64_t h = 0x243F6A8885A308D3ull ^ (uint64_t)n;
+    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ (uint32_t)x[i]) * 0x100000001B3ull, h ^= h >> 29;
+    return h * 0x9E3779B97F4A7C15ull;
+}
+
+/* the id of tuple x (interned if new; *fresh set then), or -1 on no memory */
+static Py_ssize_t intern_tuple(Tuples *T, const int32_t *x, Py_ssize_t len, int *fresh) {
+    if (2 * (T->n + 1) > T->table_cap) {
+        Py_ssize_t cap = T->table_cap * 2;
+        int32_t *table = malloc(sizeof(int32_t) * cap);
+        if (!table) return -1;
+        for (Py_ssize_t i = 0; i < cap; i++) table[i] = -1;
+        for (Py_ssize_t id = 0; id < T->n; id++) {
+            uint64_t h = hash_seq(T->pool + T->start[id], T->start[id + 1] - T->start[id]) >> 16;
+            Py_ssize_t k = (Py_ssize_t)(h & (cap - 1));
+            while (table[k] >= 0) k = (k + 1) & (cap - 1);
+            table[k] = (int32_t)id;
+        }
+        free(T->table);
+        T->table = table, T->table_cap = cap;
+    }
+    Py_ssize_t mask = T->table_cap - 1, k = (Py_ssize_t)((hash_seq(x, len) >> 16) & mask);
+    for (; T->table[k] >= 0; k = (k + 1) & mask) {
+        int32_t id = T->table[k];
+        if (T->start[id + 1] - T->start[id] == len && !memcmp(T->pool + T->start[id], x, sizeof(int32_t) * len))
+            return id;
+    }
+    if (T->n + 2 > T->cap) {
+        int64_t *more = realloc(T->start, sizeof(int64_t) * T->cap * 2);
+        if (!more) return -1;
+        T->start = more, T->cap *= 2;
+    }
+    while (T->start[T->n] + len > T->pool_cap) {
+        int32_t *more = realloc(T->pool, sizeof(int32_t) * T->pool_cap * 2);
+        if (!more) return -1;
+        T->pool = more, T->pool_cap *= 2;
+    }
+    memcpy(T->pool + T->start[T->n], x, sizeof(int32_t) * len);
+    T->start[T->n + 1] = T->start[T->n] + len;
+    T->table[k] = (int32_t)T->n;
+    *fresh = 1;
+    return T->n++;
+}
+
+#define PRODUCT_ARGS 8
+static PyObject *product(PyObject *self, PyObject *args) {
+    PyObject *o[PRODUCT_ARGS];
+    Py_ssize_t nclass, max_states;
+    double seconds;
+    if (!PyArg_ParseTuple(args, "nOOOOOOOOnd:product", &nclass, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &max_states, &seconds))
+        return NULL;
+    static const Py_ssize_t sizes[PRODUCT_ARGS] = {8, 8, 4, 4, 1, 4, 1, 4};
+    static const char *names[PRODUCT_ARGS] = {"base", "move_ptr", "move_class", "move_to", "accepting",
+                                              "before_id", "before", "rank"};
+    Buf b[PRODUCT_ARGS];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < PRODUCT_ARGS; i++)
+        if (take(o[i], &b[i], sizes[i], 0, names[i]) < 0) {
+            release(b, PRODUCT_ARGS);
+            return NULL;
+        }
+    const int64_t *base = b[0].b.buf, *move_ptr = b[1].b.buf;
+    const int32_t *move_class = b[2].b.buf, *move_to = b[3].b.buf, *before_id = b[5].b.buf, *rank = b[7].b.buf;
+    const uint8_t *accepting = b[4].b.buf, *before = b[6].b.buf;
+    Py_ssize_t nterm = LEN(b[0]) - 1, g = LEN(b[4]), m = LEN(b[2]), kb = LEN(b[6]) / 256;
+    int ok = nterm >= 1 && nclass >= 1 && nclass <= 256 && LEN(b[1]) == g + 1 && LEN(b[3]) == m && LEN(b[5]) == g &&
+             LEN(b[7]) == nterm && base[0] == 0 && base[nterm] == g && move_ptr[0] == 0 && move_ptr[g] == m;
+    for (Py_ssize_t t = 0; ok && t < nterm; t++) ok = base[t] < base[t + 1] && rank[t] >= 0;
+    for (Py_ssize_t q = 0; ok && q < g; q++) ok = move_ptr[q] <= move_ptr[q + 1] && before_id[q] >= -1 && before_id[q] < kb;
+    for (Py_ssize_t j = 0; ok && j < m; j++) ok = move_class[j] >= 0 && move_class[j] < nclass && move_to[j] >= 0 && move_to[j] < g;
+    if (!ok) {
+        release(b, PRODUCT_ARGS);
+        return PyErr_Format(PyExc_ValueError, "product: inconsistent arrays");
+    }
+    int32_t *term_of = malloc(sizeof(int32_t) * g);
+    Tuples T = {malloc(sizeof(int32_t) * 4096), malloc(sizeof(int64_t) * 1024), 0, 4096, 1024, NULL, 0};
+    Py_ssize_t rows_cap = 1024;
+    int32_t *rows = malloc(sizeof(int32_t) * rows_cap * nclass), *acc = malloc(sizeof(int32_t) * rows_cap);
+    int32_t *acc_next = malloc(sizeof(int32_t) * rows_cap * 256);
+    int32_t *count = calloc(nclass + 1, sizeof(int32_t)), *bucket = malloc(sizeof(int32_t) * (m + nterm + 1));
+    int32_t *fill = malloc(sizeof(int32_t) * (nclass + 1)), *tup = malloc(sizeof(int32_t) * (nterm + 1));
+    int32_t best[256];
+    T.table_cap = 1024;
+    T.table = malloc(sizeof(int32_t) * T.table_cap);
+    int code = 0, nomem = !term_of || !T.pool || !T.start || !rows || !acc || !acc_next || !count || !bucket || !fill ||
+                         !tup || !T.table;
+    Py_ssize_t i = 0;
+    Py_BEGIN_ALLOW_THREADS
+    double deadline = seconds >= 0 ? now_s() + seconds : -1;
+    if (!nomem) {
+        for (Py_ssize_t k = 0; k < T.table_cap; k++) T.table[k] = -1;
+        for (Py_ssize_t t = 0; t < nterm; t++)
+            for (int64_t q = base[t]; q < base[t + 1]; q++) term_of[q] = (int32_t)t;
+        for (Py_ssize_t t = 0; t < nterm; t++) tup[t] = (int32_t)base[t];
+        T.start[0] = 0;
+        int fresh = 0;
+        if (intern_tuple(&T, tup, nterm, &fresh) < 0) nomem = 1;
+    }
+    for (i = 0; !nomem && !code && i < T.n; i++) {
+        if (i % 256 == 0 && deadline >= 0 && now_s() > deadline) { code = 2; break; }
+        if (i >= rows_cap) {
+            rows_cap *= 2;
+            int32_t *r2 = realloc(rows, sizeof(int32_t) * rows_cap * nclass);
+            if (r2) rows = r2;
+            int32_t *a2 = realloc(acc, sizeof(int32_t) * rows_cap);
+            if (a2) acc = a2;
+            int32_t *n2 = realloc(acc_next, sizeof(int32_t) * rows_cap * 256);
+            if (n2) acc_next = n2;
+            if (!r2 || !a2 || !n2) { nomem = 1; break; }
+        }
+        const int32_t *comp = T.pool + T.start[i];
+        Py_ssize_t len = T.start[i + 1] - T.start[i];
+        int32_t *next_row = acc_next + i * 256, win = DEAD, win_rank = INT32_MAX;
+        for (int k = 0; k < 256; k++) next_row[k] = DEAD, best[k] = INT32_MAX;
+        memset(count, 0, sizeof(int32_t) * (nclass + 1));
+        for (Py_ssize_t j = 0; j < len; j++) {
+            int32_t q = comp[j], t = term_of[q];
+            for (int64_t e = move_ptr[q]; e < move_ptr[q + 1]; e++) count[move_class[e] + 1]++;
+            if (!accepting[q]) continue;
+            if (rank[t] < win_rank) win = t, win_rank = rank[t];
+            const uint8_t *bytes = before_id[q] >= 0 ? before + (Py_ssize_t)before_id[q] * 256 : NULL;
+            for (int k = 0; k < 256; k++)
+                if ((!bytes || bytes[k]) && rank[t] < best[k]) best[k] = rank[t], next_row[k] = t;
+        }
+        acc[i] = win;
+        for (Py_ssize_t c = 0; c < nclass; c++) count[c + 1] += count[c];
+        memcpy(fill, count, sizeof(int32_t) * (nclass + 1));
+        for (Py_ssize_t j = 0; j < len; j++) { /* components in terminal order: each bucket is too */
+            int32_t q = comp[j];
+            for (int64_t e = move_ptr[q]; e < move_ptr[q + 1]; e++) bucket[fill[move_class[e]]++] = move_to[e];
+        }
+        int32_t *row = rows + i * nclass;
+        for (Py_ssize_t c = 0; c < nclass; c++) {
+            Py_ssize_t n = count[c + 1] - count[c];
+            if (!n) { row[c] = DEAD; continue; }
+            int fresh = 0;
+            Py_ssize_t before_n = T.n;
+            Py_ssize_t id = intern_tuple(&T, bucket + count[c], n, &fresh);
+            if (id < 0) { nomem = 1; break; }
+            if (fresh && before_n >= max_states) { code = 1; break; }
+            row[c] = (int32_t)id;
+            comp = T.pool + T.start[i]; /* the pool may have moved */
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (nomem) PyErr_NoMemory();
+    else if (code) result = Py_BuildValue("(inOOO)", code, T.n, Py_None, Py_None, Py_None);
+    else
+        result = Py_BuildValue("(iny#y#y#)", 0, T.n, (char *)rows, T.n * nclass * 4, (char *)acc, T.n * 4,
+                               (char *)acc_next, T.n * 256 * 4);
+    free(term_of), free(T.pool), free(T.start), free(T.table), free(rows), free(acc), free(acc_next);
+    free(count), free(bucket), free(fill), free(tup);
+    release(b, PRODUCT_ARGS);
+    return result;
+}
+
+/* refine(trans i32[n*k], k, labels i64[n]) -> blocks
+ * Moore partition refinement of DFA states (rows of trans over k classes, -1 dead) from the
+ * partition `labels`, until stable; labels are rewritten as blocks numbered in order of first
+ * appearance (state 0's block is 0). */
+static PyObject *refine(PyObject *self, PyObject *args) {
+    PyObject *o[2];
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "OnO:refine", &o[0], &k, &o[1])) return NULL;
+    Buf b[2];
+    memset(b, 0, sizeof b);
+    if (take(o[0], &b[0], 4, 0, "trans") < 0 || take(o[1], &b[1], 8, 1, "labels") < 0) {
+        release(b, 2);
+        return NULL;
+    }
+    const int32_t *trans = b[0].b.buf;
+    int64_t *labels = b[1].b.buf;
+    Py_ssize_t n = LEN(b[1]);
+    int ok = k >= 0 && LEN(b[0]) == n * k;
+    for (Py_ssize_t j = 0; ok && j < n * k; j++) ok = trans[j] >= -1 && trans[j] < n;
+    for (Py_ssize_t q = 0; ok && q < n; q++) ok = labels[q] >= 0;
+    if (!ok) {
+        release(b, 2);
+        return PyErr_Format(PyExc_ValueError, "refine: inconsistent arrays");
+    }
+    Py_ssize_t cap = 16;
+    while (cap < 2 * n + 16) cap *= 2;
+    int64_t *old = malloc(sizeof(int64_t) * (n + 1)), *rep = malloc(sizeof(int64_t) * (n + 1));
+    int64_t *table = malloc(sizeof(int64_t) * cap); /* open addressing: block ids, -1 empty */
+    if (!old || !rep || !table) {
+        free(old), free(rep), free(table);
+        release(b, 2);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t blocks = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        memcpy(old, labels, sizeof(int64_t) * n);
+        for (Py_ssize_t i = 0; i < cap; i++) table[i] = -1;
+        Py_ssize_t count = 0;
+        for (Py_ssize_t q = 0; q < n; q++) {
+            const int32_t *row = trans + q * k;
+            uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)old[q];
+            for (Py_ssize_t c = 0; c < k; c++)
+                h = (h ^ (uint64_t)(row[c] >= 0 ? old[row[c]] : -1)) * 0x100000001B3ull, h ^= h >> 31;
+            Py_ssize_t slot = (Py_ssize_t)((h * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+            for (;; slot = (slot + 1) & (cap - 1)) {
+                int64_t r = table[slot];
+                if (r < 0) {
+                    table[slot] = count, rep[count] = q, labels[q] = count++;
+                    break;
+                }
+                int64_t p = rep[r];
+                const int32_t *other = trans + p * k;
+                int same = old[p] == old[q];
+                for (Py_ssize_t c = 0; same && c < k; c++)
+                    same = (row[c] >= 0 ? old[row[c]] : -1) == (other[c] >= 0 ? old[other[c]] : -1);
+                if (same) {
+                    labels[q] = r;
+                    break;
+                }
+            }
+        }
+        if (count == blocks) break;
+        blocks = count;
+    }
+    Py_END_ALLOW_THREADS
+    free(old), free(rep), free(table);
+    release(b, 2);
+    return PyLong_FromSsize_t(blocks);
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Walk token-trie subtrees from DFA states (see greatgramma/native.py)."},
     {"suffix_lexemes", suffix_lexemes, METH_VARARGS, "First lexemes of the suffix rows to compute (see greatgramma/native.py)."},
+    {"product", product, METH_VARARGS, "The lexer DFA as a product of the terminals' DFAs (see greatgramma/native.py)."},
+    {"refine", refine, METH_VARARGS, "Moore partition refinement of a DFA's states (see greatgramma/native.py)."},
     {"intern_rows", intern_rows, METH_VARARGS, "Suffix rows interned, shallowest first (see greatgramma/native.py)."},
     {NULL, NULL, 0, NULL},
 };

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import native
 from .cache import BoundedCache
 from .errors import GrammarError, ResourceLimitError, UnsupportedRegexError
 from .codes import DEAD
@@ -159,11 +160,10 @@ def _byte_classes(masks: set[int]) -> tuple[np.ndarray, list[int]]:
         return np.zeros(256, dtype=np.int32), [(1 << 256) - 1]
     raw = b"".join(m.to_bytes(32, "little") for m in masks)
     member = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, 32), axis=1, bitorder="little")  # [mask, byte]
-    _, first, labels = np.unique(member.T, axis=0, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(len(first))
-    class_of_byte = rank[labels.reshape(-1)].astype(np.int32)
-    parts = [int.from_bytes(np.packbits(class_of_byte == c, bitorder="little").tobytes(), "little") for c in range(len(first))]
+    columns = np.packbits(member, axis=0).T  # [byte, the masks that take it, packed]
+    classes: dict[bytes, int] = {}
+    class_of_byte = np.array([classes.setdefault(c.tobytes(), len(classes)) for c in columns], dtype=np.int32)
+    parts = [int.from_bytes(np.packbits(class_of_byte == c, bitorder="little").tobytes(), "little") for c in range(len(classes))]
     return class_of_byte, parts
 
 
@@ -475,22 +475,24 @@ def _row_labels(mat: np.ndarray) -> np.ndarray:
 
 def minimize_classes(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
     labels = _row_labels(np.concatenate([accept[:, None], accept_next], axis=1))
-    n = labels.max() + 1
-    while True:
-        succ = np.where(trans >= 0, labels[np.maximum(trans, 0)], -1)
-        sig = np.concatenate([labels[:, None], succ], axis=1)
-        new = _row_labels(sig)
-        m = new.max() + 1
-        labels = new
-        if m == n:
-            break
-        n = m
-    # renumber so the start's block is 0, in order of first appearance
-    order = {}
-    for q in range(len(labels)):
-        order.setdefault(int(labels[q]), len(order))
-    remap = np.array([order[int(x)] for x in range(n)], dtype=np.int64)
-    labels = remap[labels]
+    if native.ext is not None:
+        n = native.ext.refine(np.ascontiguousarray(trans, dtype=np.int32), trans.shape[1], labels)
+    else:
+        n = labels.max() + 1
+        while True:
+            succ = np.where(trans >= 0, labels[np.maximum(trans, 0)], -1)
+            sig = np.concatenate([labels[:, None], succ], axis=1)
+            new = _row_labels(sig)
+            m = new.max() + 1
+            labels = new
+            if m == n:
+                break
+            n = m
+        # renumber so the start's block is 0, in order of first appearance
+        _, first = np.unique(labels, return_index=True)
+        remap = np.empty(n, dtype=np.int64)
+        remap[np.argsort(first, kind="stable")] = np.arange(n)
+        labels = remap[labels]
     reps = np.zeros(n, dtype=np.int64)
     reps[labels[::-1]] = np.arange(len(labels))[::-1]
     new_trans = np.where(trans[reps] >= 0, labels[np.maximum(trans[reps], 0)], DEAD).astype(np.int32)
@@ -552,25 +554,41 @@ def build_lexer(
         if lit is not None:  # a chain of states, one per byte (what the subset construction would give)
             trans, accepting, before, nonempty = _literal_dfa(lit, class_of_byte, len(parts))
         else:  # the grammar's classes refine the terminal's own: each class reads its own class's column
-            trans, accepting, before, nonempty = regex.trans[:, regex.class_of_byte[reps]].tolist(), *regex[3:]
+            trans, accepting, before, nonempty = regex.trans[:, regex.class_of_byte[reps]], *regex[3:]
         if accepting[0]:
             raise GrammarError(f"terminal {t.display} matches the empty string; give it at least one character")
         if not nonempty:
             raise GrammarError(f"terminal {t.display} matches nothing")
         per_term.append((trans, accepting, before))
     rank = sorted(range(len(terminals)), key=lambda i: terminals[i].tie_key())
-    rank_of = {term: r for r, term in enumerate(rank)}
+    if native.ext is not None:
+        rows, accept, accept_next = _product_native(per_term, rank, len(parts), max_states, deadline)
+    else:
+        rows, accept, accept_next = _product(per_term, rank, len(parts), max_states, deadline)
+    trans, acc, acc_next = _minimize(rows, accept, accept_next)
+    delta = trans[:, class_of_byte]
+    terminals = tuple(terminals)
+    if postlexer is not None:
+        delta, acc, acc_next, terminals = postlexer.refine_lexer(delta, acc, acc_next, terminals)
+        delta, acc, acc_next = _minimize(delta, acc, acc_next)
+    prod = _producible(delta, acc, len(terminals), acc_next)
+    delta = np.ascontiguousarray(delta)
+    return LexerDFA(delta, acc, prod, terminals, acc_next, risky_states(delta, acc_next))
 
+
+def _product(per_term: list, rank: list[int], nclass: int, max_states: int, deadline: float | None):
+    """The lexer DFA as the product of the terminals' DFAs (``per_term``: rows over classes,
+    accepting flags, accepted-before-byte masks), before minimization: (rows, accept, accept_next)."""
+    rank_of = {term: r for r, term in enumerate(rank)}
     # product construction over sparse tuples of live (terminal, state) components; each
     # component's live moves listed once, so a state costs its live moves, not classes x components
-    moves = [[[(c, n) for c, n in enumerate(row) if n != DEAD] for row in trans] for trans, _, _ in per_term]
-    start = tuple((i, 0) for i in range(len(terminals)))
+    moves = [[[(c, n) for c, n in enumerate(row) if n != DEAD] for row in np.asarray(trans).tolist()] for trans, _, _ in per_term]
+    start = tuple((i, 0) for i in range(len(per_term)))
     index = {start: 0}
     tuples = [start]
     rows: list[list[int]] = []
     accept: list[int] = []
     accept_next: list[np.ndarray] = []
-    nclass = len(parts)
     i = 0
     while i < len(tuples):
         if i % 256 == 0:
@@ -605,17 +623,43 @@ def build_lexer(
             row[c] = j
         rows.append(row)
         i += 1
-    trans, acc, acc_next = _minimize(
-        np.array(rows, dtype=np.int32), np.array(accept, dtype=np.int32), np.array(accept_next, dtype=np.int32)
+    return np.array(rows, dtype=np.int32), np.array(accept, dtype=np.int32), np.array(accept_next, dtype=np.int32)
+
+
+def _product_native(per_term: list, rank: list[int], nclass: int, max_states: int, deadline: float | None):
+    """:func:`_product` in the compiled loop (``native.product``)."""
+    tables = [np.asarray(trans, dtype=np.int32).reshape(len(accepting), nclass) for trans, accepting, _ in per_term]
+    sizes = np.array([len(t) for t in tables], dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    table = np.concatenate(tables)
+    table = np.where(table >= 0, table + np.repeat(base[:-1], sizes)[:, None].astype(np.int32), DEAD)
+    src, cls = np.nonzero(table >= 0)
+    move_ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=len(table)))]).astype(np.int64)
+    accepting = np.concatenate([np.asarray(a, dtype=np.uint8) for _, a, _ in per_term])
+    masks, before_id = [], np.full(len(table), -1, dtype=np.int32)
+    q = 0
+    for _, _, before in per_term:
+        for b in before:
+            if b is not None:
+                before_id[q] = len(masks)
+                masks.append(np.asarray(b, dtype=np.uint8))
+            q += 1
+    rank_of = np.empty(len(per_term), dtype=np.int32)
+    rank_of[np.asarray(rank, dtype=np.int64)] = np.arange(len(rank), dtype=np.int32)
+    seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
+    code, states, rows, accept, accept_next = native.ext.product(
+        nclass, base, move_ptr, cls.astype(np.int32), table[src, cls].astype(np.int32), accepting, before_id,
+        np.concatenate(masks) if masks else np.zeros(0, dtype=np.uint8), rank_of, max_states, seconds,
     )
-    delta = trans[:, class_of_byte]
-    terminals = tuple(terminals)
-    if postlexer is not None:
-        delta, acc, acc_next, terminals = postlexer.refine_lexer(delta, acc, acc_next, terminals)
-        delta, acc, acc_next = _minimize(delta, acc, acc_next)
-    prod = _producible(delta, acc, len(terminals), acc_next)
-    delta = np.ascontiguousarray(delta)
-    return LexerDFA(delta, acc, prod, terminals, acc_next, risky_states(delta, acc_next))
+    if code == 1:
+        raise ResourceLimitError(f"lexer DFA exceeds {max_states} states; simplify the terminals or raise max_dfa_states")
+    if code == 2:
+        raise ResourceLimitError(f"the compile time budget ran out while building the lexer DFA ({states} states so far); raise max_seconds")
+    return (
+        np.frombuffer(rows, dtype=np.int32).reshape(states, nclass),
+        np.frombuffer(accept, dtype=np.int32),
+        np.frombuffer(accept_next, dtype=np.int32).reshape(states, 256),
+    )
 
 
 def _check_deadline(deadline: float | None, building: str) -> None:

@@ -283,6 +283,8 @@ class Vocabulary:
         raise AttributeError(f"Vocabulary is immutable (cannot delete {name!r})")
 
     def __eq__(self, other: object) -> bool:
+        if other is self:  # weak-keyed caches compare the referents, with no identity check first
+            return True
         if not isinstance(other, Vocabulary):
             return NotImplemented
         return (

@@ -1,5 +1,6 @@
-"""The compiled maximal-munch loops (greatgramma/_native.c) against the numpy loops they stand in
-for, on real vocabularies: the same subtree walks, the same suffix rows, the same masks.
+"""The compiled loops (greatgramma/_native.c) against the numpy loops they stand in for: the same
+lexer DFAs (product construction and minimization), and on real vocabularies the same subtree
+walks, the same suffix rows, the same masks.
 (tests/test_transducer.py checks both against byte-by-byte lexing on small vocabularies.)"""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 from helpers import BENCH, GRAMMARS
 
 import greatgramma as gg
-from greatgramma import native
+from greatgramma import lexer, native
 from greatgramma.codes import DEAD, END_LA
 from greatgramma.subtrees import SubtreeWalks
 from greatgramma.transducer import TokenTransducer
@@ -50,6 +51,45 @@ def _sorted(walk: tuple) -> dict[str, np.ndarray]:
         for k in ("la_off", "la_term", "la_where"):
             out[k] = np.where(inside, out[k], 0)
     return out
+
+
+LEXER_SCHEMAS = [
+    SCHEMA,
+    {"type": "array", "items": {"type": "string", "format": "date-time"}, "maxItems": 3},
+    {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-f0-9]{4,8}$"},
+                                      "mail": {"type": "string", "format": "email"}}},
+    {"anyOf": [{"type": "integer", "minimum": 10, "maximum": 12345}, {"type": "string", "maxLength": 5}]},
+]
+
+
+@pytest.mark.parametrize("name", ["json", "go", "python", "java", *(f"schema{i}" for i in range(len(LEXER_SCHEMAS)))])
+def test_lexers_agree(name: str, monkeypatch) -> None:
+    """The lexer DFA built with the compiled product construction and refinement equals the
+    numpy/Python one, table for table (Go and Python: lookaheads, extended states, an indenter)."""
+    if name.startswith("schema"):
+        grammar = gg.Grammar.from_json_schema(LEXER_SCHEMAS[int(name[6:])])
+    else:
+        grammar = _grammar(name)
+    built = []
+    for loops in (None, native.ext):
+        monkeypatch.setattr(native, "ext", loops)
+        built.append(grammar.build_lexer())
+    a, b = built
+    for field in ("delta", "accept", "accept_next", "prod", "risky"):
+        assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    assert a.terminals == b.terminals
+
+
+def test_lexer_state_limit_holds_in_both_loops(monkeypatch) -> None:
+    """The DFA state budget stops the compiled product construction as it stops the Python one."""
+    grammar = gg.Grammar(_WIDE)
+    for loops in (None, native.ext):
+        monkeypatch.setattr(native, "ext", loops)
+        with pytest.raises(gg.ResourceLimitError, match="lexer DFA exceeds 40 states; simplify the terminals"):
+            grammar.build_lexer(max_states=40)
+
+
+_WIDE = "start: A | B | C\nA: /[a-z]{1,12}x/\nB: /[a-m]{2,9}y/\nC: \"abcdefghijklmnop\"\n"
 
 
 @pytest.mark.parametrize("name", ["schema", "json", "go", "python"])
@@ -113,3 +153,11 @@ def test_bad_arguments_are_refused() -> None:
                               np.array([99]))
     with pytest.raises(TypeError, match="lcp"):
         native.walk(dfa, trie.flat_bytes, trie.offsets, trie.offsets, one, one, one, one, 0)
+    i64, i32 = (lambda *x: np.array(x, dtype=np.int64)), (lambda *x: np.array(x, dtype=np.int32))
+    u8 = lambda *x: np.array(x, dtype=np.uint8)  # noqa: E731
+    with pytest.raises(ValueError, match="inconsistent"):  # a move to a state past the last
+        native.ext.product(1, i64(0, 1), i64(0, 1), i32(0), i32(7), u8(0), i32(-1), u8(), i32(0), 10, -1.0)
+    with pytest.raises(ValueError, match="inconsistent"):
+        native.ext.refine(i32(0, 5), 1, i64(0, 0))
+    with pytest.raises(ValueError, match="out of range"):
+        native.intern_rows(i64(3), i64(0), i64(0), i64(0), np.zeros(1, np.int32), u8(0), i64(), i64())
