@@ -542,15 +542,16 @@ class Conflict(NamedTuple):
 
 
 def lalr_conflicts(
-    parts: GrammarParts, start: str, shortest: dict[str, tuple[int, Rule]], lark_obj=None
+    parts: GrammarParts, start: str, shortest: dict[str, tuple[int, Rule]], lark_obj=None, *, tables=None
 ) -> list[Conflict]:
     """Every LALR(1) conflict of the rules, as Lark's analysis sees them (rule priorities applied).
 
     Reduce/reduce conflicts come first (Lark refuses them), then shift/reduce (Lark shifts);
     each kind in the order of the states' shortest paths from the start. ``lark_obj``: the
-    grammar as Lark built it, whose kept analysis is read instead of analysing again.
+    grammar as Lark built it, whose kept analysis is read instead of analysing again, or
+    ``tables``: our tables of these rules.
     """
-    lalr = lark_adapter.lalr_states(parts.rules, start, lark_obj, conflicts_only=True)
+    lalr = lark_adapter.lalr_states(parts.rules, start, lark_obj, conflicts_only=True, tables=tables)
     if lalr is None:  # our tables saw no conflict
         return []
     paths = _paths_to_states(lalr)

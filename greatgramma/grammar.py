@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import diagnostics, lark_adapter
+from . import diagnostics, lark_adapter, plain_grammar
 from .diagnostics import GrammarSite
 from .errors import START_HINT, GrammarError, ResourceLimitError
 from .indenter import Indenter
@@ -77,7 +77,8 @@ class Grammar:
         self.strict = bool(strict)
         if not start:
             raise self._site.error("the start rule name is empty", kind="start", hint=START_HINT)
-        self.lark  # noqa: B018 - compile now so errors surface at construction
+        if self._plain is None:
+            self.lark  # noqa: B018 - compile now so errors surface at construction
         self._check_rules()
 
     @classmethod
@@ -164,8 +165,16 @@ class Grammar:
             raise diagnostics.explain_lark_error(self._site, exc) from None
 
     @cached_property
+    def _plain(self) -> plain_grammar.Resolved | None:
+        """The text resolved without Lark's loader, where it is in the plain subset the front
+        ends write (:mod:`greatgramma.plain_grammar`); None: Lark resolves it."""
+        return plain_grammar.resolve(self.text, self.start) if self.postlexer is None else None
+
+    @cached_property
     def terminals(self) -> list[TerminalSpec]:
         """The lexer's terminals as Lark resolved them (used and ignored ones)."""
+        if self._plain is not None:
+            return self._plain.terminals
         return lark_adapter.lexer_terminals(self.lark)
 
     @cached_property
@@ -173,6 +182,8 @@ class Grammar:
         """The LALR table; with a postlexer, the terminals it makes come after the lexer's."""
         ind = self.postlexer
         names = [t.name for t in self.terminals]
+        if self._plain is not None:
+            return lark_adapter.parse_table_from_tables(self._plain.tables, names)
         try:
             if ind is None:
                 return lark_adapter.parse_table_from_lark(self.lark, names, self.start)
@@ -201,6 +212,8 @@ class Grammar:
 
     @cached_property
     def _parts(self) -> GrammarParts:
+        if self._plain is not None:
+            return self._plain.parts
         return lark_adapter.grammar_parts(self.lark)
 
     # ------------------------------------------------------------------ checks
@@ -267,7 +280,10 @@ class Grammar:
         if dead_end is not None:
             raise dead_end
         if self.strict:
-            conflicts = diagnostics.lalr_conflicts(self._parts, self.start, shortest, self.lark)
-            self.lark.__dict__.pop("greatgramma_analysis", None)  # read once: let it go
+            if self._plain is not None:
+                conflicts = diagnostics.lalr_conflicts(self._parts, self.start, shortest, tables=self._plain.tables)
+            else:
+                conflicts = diagnostics.lalr_conflicts(self._parts, self.start, shortest, self.lark)
+                self.lark.__dict__.pop("greatgramma_analysis", None)  # read once: let it go
             if conflicts:
                 raise diagnostics.conflict_error(self._site, conflicts)

@@ -31,7 +31,9 @@ from lark.grammar import RuleOptions as LarkRuleOptions
 from lark.grammar import Terminal as LarkTerminal
 from lark.lexer import PatternStr
 from lark.load_grammar import _TERMINAL_NAMES as LARK_PUNCTUATION_NAMES
-from lark.load_grammar import load_grammar
+from lark.load_grammar import _literal_to_pattern, load_grammar
+from lark.lexer import Token as LarkToken
+from lark.utils import is_id_continue, is_id_start
 from lark.parsers import lalr_parser as _lalr_parser
 from lark.parsers.lalr_analysis import LALR_Analyzer, IntParseTable, Reduce, Shift
 
@@ -293,18 +295,66 @@ def lexer_terminals(lark_obj: lark.Lark) -> list[TerminalSpec]:
     """The lexer's terminals as Lark resolved them (used and ignored ones), in Lark's order."""
     conf = lark_obj.lexer_conf
     ignored = set(conf.ignore)
-    return [
-        TerminalSpec(
-            name=td.name,
-            pattern=td.pattern.to_regexp(),
-            is_string=isinstance(td.pattern, PatternStr),
-            priority=td.priority,
-            max_width=td.pattern.max_width,
-            value_len=len(td.pattern.value),
-            ignored=td.name in ignored,
-        )
-        for td in conf.terminals
-    ]
+    return [terminal_spec(td.name, td.pattern, td.priority, td.name in ignored) for td in conf.terminals]
+
+
+def terminal_spec(name: str, pattern, priority: int, ignored: bool) -> TerminalSpec:
+    """A terminal of Lark's (its ``Pattern``) as the lexer builder takes it."""
+    return TerminalSpec(
+        name=name,
+        pattern=pattern.to_regexp(),
+        is_string=isinstance(pattern, PatternStr),
+        priority=priority,
+        max_width=pattern.max_width,
+        value_len=len(pattern.value),
+        ignored=ignored,
+    )
+
+
+# ---------------------------------------------------------------- for plain_grammar: Lark's rules, not its loader
+
+
+def literal_pattern(literal: str):
+    """Lark's ``Pattern`` of a ``"string"`` or ``/regex/flags`` as written in a grammar (its
+    escapes), or None where Lark refuses it (an empty string, a bad escape)."""
+    try:
+        return _literal_to_pattern(LarkToken("STRING" if literal[0] == '"' else "REGEXP", literal))
+    except LarkError:
+        return None
+
+
+def is_string(pattern) -> bool:
+    return isinstance(pattern, PatternStr)
+
+
+def lark_would_lex(pattern) -> bool:
+    """Whether Lark's basic lexer takes the pattern: a valid regex that matches no empty string."""
+    try:
+        return pattern.min_width > 0 and (isinstance(pattern, PatternStr) or re.compile(pattern.to_regexp()) is not None)
+    except Exception:  # noqa: BLE001 - re's, regex's or Lark's error: Lark reports it
+        return False
+
+
+def anonymous_name(value: str, taken: set[str]) -> str | None:
+    """The name Lark gives a string literal used in a rule with no terminal of its own (None:
+    Lark numbers it ``__ANON_n``)."""
+    name = LARK_PUNCTUATION_NAMES.get(value)
+    if name is None and value and is_id_continue(value) and is_id_start(value[0]) and value.upper() not in taken:
+        name = value.upper()
+    return None if name in taken else name
+
+
+def our_tables(rules: Sequence[Rule], start: str) -> lalr.LalrTables | None:
+    """Our LALR(1) tables of the rules, as :class:`_OurLalrParser` makes them for Lark; None where
+    Lark's construction is needed (lookaheads that depend on its order) or Lark would refuse the
+    grammar (a reduce/reduce collision), so that Lark itself builds or reports it."""
+    if LALR_CONSTRUCTION != "ours":
+        return None
+    try:
+        tables = lalr.build([(r.origin, tuple((s.name, s.is_term) for s in r.expansion), r.priority) for r in rules], start)
+    except lalr.LalrInputError:
+        return None
+    return None if tables.shared_reads or tables.collisions else tables
 
 
 def lalr_states(
@@ -314,6 +364,7 @@ def lalr_states(
     *,
     construction: str | None = None,
     conflicts_only: bool = False,
+    tables: lalr.LalrTables | None = None,
 ) -> LalrStates | None:
     """The LALR(1) analysis of ``rules`` (before any conflict is resolved), as plain data.
 
@@ -324,7 +375,8 @@ def lalr_states(
     conflicts Lark would resolve or refuse can all be seen. ``conflicts_only``: None when our
     tables show no conflict at all (nothing to explain; Lark's analysis is always converted).
     """
-    tables = getattr(getattr(getattr(lark_obj, "parser", None), "parser", None), "greatgramma_lalr", None)
+    if tables is None:
+        tables = getattr(getattr(getattr(lark_obj, "parser", None), "parser", None), "greatgramma_lalr", None)
     analyzer = getattr(lark_obj, "greatgramma_analysis", None)
     if tables is None and analyzer is None:
         if (construction or LALR_CONSTRUCTION) == "ours":
@@ -418,6 +470,7 @@ def parse_table_from_lark(
     columns after the lexer's terminals, then comes ``$END``. Reads our tables where
     :func:`build_lark` made them, else Lark's.
     """
+    tables = getattr(lark_obj.parser.parser, "greatgramma_lalr", None)
     term_index = {name: i for i, name in enumerate(terminal_names)}
     declared = sorted({s.name for r in lark_obj.rules for s in r.expansion if s.is_term} - set(term_index))
     missing = [n for n in declared if n not in postlexed]
@@ -430,7 +483,6 @@ def parse_table_from_lark(
     term_index.update(extra)
     n_terms = len(terminal_names) + len(postlexed)
     term_index["$END"] = n_terms
-    tables = getattr(lark_obj.parser.parser, "greatgramma_lalr", None)
     if tables is not None:
         return _parse_table_of_tables(tables, term_index, n_terms, extra)
     table = lark_obj.parser.parser.parser.parse_table
@@ -468,6 +520,13 @@ def parse_table_from_lark(
         nonterminals=tuple(sorted(nonterms, key=nonterms.__getitem__)),
         declared=extra,
     )
+
+
+def parse_table_from_tables(tables: lalr.LalrTables, terminal_names: list[str]) -> ParseTable:
+    """:func:`parse_table_from_lark` of our tables of a grammar without a postlexer."""
+    term_index = {name: i for i, name in enumerate(terminal_names)}
+    term_index["$END"] = len(terminal_names)
+    return _parse_table_of_tables(tables, term_index, len(terminal_names), {})
 
 
 def _parse_table_of_tables(t: lalr.LalrTables, term_index: dict[str, int], n_terms: int, extra) -> ParseTable:

@@ -561,7 +561,7 @@ def build_lexer(
             raise GrammarError(f"terminal {t.display} matches nothing")
         per_term.append((trans, accepting, before))
     rank = sorted(range(len(terminals)), key=lambda i: terminals[i].tie_key())
-    if native.ext is not None:
+    if native.ext is not None and per_term:  # (no terminals: the one state the Python loop makes)
         rows, accept, accept_next = _product_native(per_term, rank, len(parts), max_states, deadline)
     else:
         rows, accept, accept_next = _product(per_term, rank, len(parts), max_states, deadline)
