@@ -476,7 +476,7 @@ def _row_labels(mat: np.ndarray) -> np.ndarray:
 def minimize_classes(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
     labels = _row_labels(np.concatenate([accept[:, None], accept_next], axis=1))
     if native.ext is not None:
-        n = native.ext.refine(np.ascontiguousarray(trans, dtype=np.int32), trans.shape[1], labels)
+        n = native.refine(trans, labels)
     else:
         n = labels.max() + 1
         while True:
@@ -647,7 +647,7 @@ def _product_native(per_term: list, rank: list[int], nclass: int, max_states: in
     rank_of = np.empty(len(per_term), dtype=np.int32)
     rank_of[np.asarray(rank, dtype=np.int64)] = np.arange(len(rank), dtype=np.int32)
     seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
-    code, states, rows, accept, accept_next = native.ext.product(
+    code, states, rows, accept, accept_next = native.product(
         nclass, base, move_ptr, cls.astype(np.int32), table[src, cls].astype(np.int32), accepting, before_id,
         np.concatenate(masks) if masks else np.zeros(0, dtype=np.uint8), rank_of, max_states, seconds,
     )

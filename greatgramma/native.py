@@ -1,5 +1,7 @@
 """The compiled loops (``_native.c``): token strings run through the lexer DFA byte by byte,
-which numpy can only do one trie level at a time (the subtree walks, the suffix rows' lexemes).
+which numpy can only do one trie level at a time (the subtree walks, the suffix rows' lexemes
+and their interning), and the lexer DFA's product construction and minimization, which Python
+does a state at a time.
 
 The extension is optional: where it is not built (no C compiler at install time) or
 ``GG_NATIVE=0`` is set, :data:`ext` is None and the callers run their numpy loops, which give
@@ -100,3 +102,21 @@ def intern_rows(term: np.ndarray, nxt: np.ndarray, depth: np.ndarray, at: np.nda
     got = ext.intern_rows(i64(term), i64(nxt), i64(depth), i64(at), memo, np.ascontiguousarray(ignored, dtype=np.uint8),
                           i64(rows_term), i64(rows_next))
     return tuple(np.frombuffer(b, dtype=np.int64) for b in got)
+
+
+def product(nclass: int, base: np.ndarray, move_ptr: np.ndarray, move_class: np.ndarray, move_to: np.ndarray,
+            accepting: np.ndarray, before_id: np.ndarray, before: np.ndarray, rank: np.ndarray, max_states: int,
+            seconds: float) -> tuple:
+    """The product of the terminals' DFAs, as ``lexer._product`` makes it (global states: terminal
+    t's state s is ``base[t] + s``; ``move_*``: their moves by class, CSR; ``before_id``: -1, or the
+    row of ``before`` (bool[256] per row, flat) of bytes a state accepts before; ``rank``: each
+    terminal's tie rank): (code, states, rows, accept, accept_next), code 1 past ``max_states``,
+    2 past ``seconds`` (< 0: none), else 0 with the tables as int32 bytes."""
+    return ext.product(nclass, base, move_ptr, move_class, move_to, accepting, before_id, before, rank,
+                       max_states, seconds)
+
+
+def refine(trans: np.ndarray, labels: np.ndarray) -> int:
+    """Moore refinement of the DFA ``trans`` (int32[n, k]) from the partition ``labels`` (int64,
+    rewritten: blocks numbered in order of first appearance); returns the number of blocks."""
+    return ext.refine(np.ascontiguousarray(trans, dtype=np.int32), trans.shape[1], labels)

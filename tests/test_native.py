@@ -156,8 +156,8 @@ def test_bad_arguments_are_refused() -> None:
     i64, i32 = (lambda *x: np.array(x, dtype=np.int64)), (lambda *x: np.array(x, dtype=np.int32))
     u8 = lambda *x: np.array(x, dtype=np.uint8)  # noqa: E731
     with pytest.raises(ValueError, match="inconsistent"):  # a move to a state past the last
-        native.ext.product(1, i64(0, 1), i64(0, 1), i32(0), i32(7), u8(0), i32(-1), u8(), i32(0), 10, -1.0)
+        native.product(1, i64(0, 1), i64(0, 1), i32(0), i32(7), u8(0), i32(-1), u8(), i32(0), 10, -1.0)
     with pytest.raises(ValueError, match="inconsistent"):
-        native.ext.refine(i32(0, 5), 1, i64(0, 0))
+        native.refine(i32(0, 5).reshape(2, 1), i64(0, 0))
     with pytest.raises(ValueError, match="out of range"):
         native.intern_rows(i64(3), i64(0), i64(0), i64(0), np.zeros(1, np.int32), u8(0), i64(), i64())

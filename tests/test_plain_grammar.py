@@ -101,3 +101,23 @@ def test_the_start_rule_must_exist() -> None:
     assert plain_grammar.resolve("begin: A\nA: /a/\n", "start") is None
     with pytest.raises(gg.GrammarError, match="start"):
         gg.Grammar("begin: A\nA: /a/\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'start: a\na: a PLUS a | N\nPLUS: "+"\nN: /[0-9]+/\n',  # shift/reduce
+        "start: x | y\nx: A\ny: A\nA: /a/\n",  # reduce/reduce
+        "start: (A)* (A)*\nA: /a/\n",  # in generated rules
+    ],
+)
+def test_conflicts_are_reported_as_through_lark(text: str, monkeypatch) -> None:
+    """strict=True names a plain text's conflicts exactly as it does when Lark loads the text."""
+    messages = []
+    for plain in (True, False):
+        if not plain:
+            monkeypatch.setattr(plain_grammar, "resolve", lambda *args: None)
+        with pytest.raises(gg.GrammarError) as info:
+            gg.Grammar(text, strict=True)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] and "conflict" in messages[0]
