@@ -19,6 +19,7 @@ SMALL = 'start: "a" "b"+\n'
 # A lexer DFA that needs 2^(n+1) states: about 1 s to compile at n=11, 8 s at n=13, 16+ s at n=14.
 SLOW = 'start: A\nA: /(a|b)*a(a|b){14}/\n'
 SLOWISH = 'start: A\nA: /(a|b)*a(a|b){11}/\n'
+SLOWISH_TOO = 'start: A\nA: /(a|b)*b(a|b){11}/\n'  # a pattern of its own: regex DFAs are kept by pattern
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +139,7 @@ def test_thread_compile_timeout_names_the_grammar(vocab) -> None:
 def test_get_timeout_withdraws_the_caller(vocab) -> None:
     with GrammarCache(vocab) as cache:
         with pytest.raises(CompileTimeoutError, match="not ready within 0.05 s"):
-            cache.get(SLOWISH, timeout=0.05)
+            cache.get(SLOWISH_TOO, timeout=0.05)
         assert wait_until(lambda: cache.stats["cancelled"] == 1)  # no one else waited: dropped
 
 
