@@ -26,7 +26,7 @@ from . import lark_adapter
 from .lark_adapter import GrammarParts, Rule, Symbol, TerminalDef
 from .lexer import TerminalSpec
 
-_RULE_LINE = re.compile(r"([a-z][a-z0-9_]*): (.+)")
+_RULE_LINE = re.compile(r"([a-z][a-z0-9_]*):(.*)")
 _TERM_LINE = re.compile(r'([A-Z][A-Z0-9_]*)(?:\.(-?\d+))?: ("(?:[^"\\\n]|\\.)*"|/(?!/)(?:[^/\\\n]|\\.)*/[imslux]*)')
 _IGNORE_LINE = re.compile(r"%ignore ([A-Z][A-Z0-9_]*)")
 _ITEM = re.compile(r'\s*(?:([a-z][a-z0-9_]*)|([A-Z][A-Z0-9_]*)|("(?:[^"\\\n]|\\.)*")|(\)[*+?]?|[(\[\]|]))')
@@ -139,30 +139,39 @@ class _Reader:
                     raise _Refused
                 tokens.append(Symbol(m[2], True))
             elif m[3]:
-                tokens.append(("lit", self._literal(m[3])))
+                tokens.append(("lit", m[3]))
             else:
                 tokens.append(m[4])
-        tree, at = self._alts(tokens, 0)
+        tree, at = self._alts(tokens, 0, 0)
         if at != len(tokens):
             raise _Refused
         return tree
 
-    def _alts(self, tokens: list, at: int):
+    def _alts(self, tokens: list, at: int, depth: int):
+        """Alternatives from ``tokens[at]`` on, ``depth`` groups deep. String literals and ``*``/``+``
+        groups only outside groups: Lark names the terminals and rules they make in the order
+        its tree passes visit them (the deepest first), which is the text's order only there."""
         seqs = []
         while True:
             seq = []
             while at < len(tokens) and not (isinstance(tokens[at], str) and tokens[at][0] in "|)]"):
                 tok = tokens[at]
                 if tok == "(":
-                    inner, at = self._alts(tokens, at + 1)
+                    inner, at = self._alts(tokens, at + 1, depth + 1)
                     if at >= len(tokens) or not tokens[at].startswith(")"):
+                        raise _Refused
+                    if depth and tokens[at][1:] in ("*", "+"):
                         raise _Refused
                     seq.append(("group", inner, tokens[at][1:]))
                 elif tok == "[":
-                    inner, at = self._alts(tokens, at + 1)
+                    inner, at = self._alts(tokens, at + 1, depth + 1)
                     if at >= len(tokens) or tokens[at] != "]":
                         raise _Refused
                     seq.append(("maybe", inner))
+                elif type(tok) is tuple:  # ("lit", text): a string literal (Symbols are their own type)
+                    if depth:
+                        raise _Refused
+                    seq.append(("lit", self._literal(tok[1])))
                 else:
                     seq.append(tok)
                 at += 1
@@ -247,7 +256,7 @@ class _Reader:
                     items.append(item[1])
                 elif item[0] == "maybe":  # [x] is (x)? where it stands for no children
                     items.append(("?", self._key(item[1]), self._size(item[1])))
-                elif item[2] in "+*":
+                elif item[2] in ("+", "*"):
                     items.append(("rule", self._helper(item[1], self._alternatives(item[1]), "plus" if item[2] == "+" else "star"), item[2]))
                 else:
                     items.append((item[2] or "()", self._key(item[1]), 0))
@@ -264,7 +273,7 @@ class _Reader:
                 return 0
             if item[0] == "maybe":
                 return self._size(item[1])
-            if item[2] in "+*":
+            if item[2] in ("+", "*"):
                 return 0  # a generated __rule (its name starts with an underscore)
             return self._size(item[1])
         return max(sum(item_size(i) for i in seq) for seq in tree[1])
