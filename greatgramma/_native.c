@@ -9,7 +9,7 @@
  *                 it breaks, on (the suffix rows, before they are interned).
  * intern_rows:    those rows interned as outcome rows, shallowest first.
  * product:        the lexer DFA as the product of the terminals' DFAs (lexer.build_lexer).
- * refine:         its minimization (Moore's partition refinement).
+ * refine:         its minimization (Hopcroft's partition refinement).
  *
  * Arrays come as contiguous buffers of fixed item sizes (native.py converts them); the loops
  * release the GIL. */
@@ -569,9 +569,10 @@ static PyObject *product(PyObject *self, PyObject *args) {
 }
 
 /* refine(trans i32[n*k], k, labels i64[n]) -> blocks
- * Moore partition refinement of DFA states (rows of trans over k classes, -1 dead) from the
- * partition `labels`, until stable; labels are rewritten as blocks numbered in order of first
- * appearance (state 0's block is 0). */
+ * The coarsest partition of DFA states (rows of trans over k classes, -1 dead) that refines
+ * `labels` and that every class's moves respect (Hopcroft's algorithm; dead moves go to a sink
+ * of its own); labels are rewritten as blocks numbered in order of first appearance (state 0's
+ * block is 0), which is what Moore's refinement gives too. */
 static PyObject *refine(PyObject *self, PyObject *args) {
     PyObject *o[2];
     Py_ssize_t k;
@@ -584,58 +585,108 @@ static PyObject *refine(PyObject *self, PyObject *args) {
     }
     const int32_t *trans = b[0].b.buf;
     int64_t *labels = b[1].b.buf;
-    Py_ssize_t n = LEN(b[1]);
-    int ok = k >= 0 && LEN(b[0]) == n * k;
+    Py_ssize_t n = LEN(b[1]), nl = 0;
+    int ok = k >= 1 && LEN(b[0]) == n * k;
     for (Py_ssize_t j = 0; ok && j < n * k; j++) ok = trans[j] >= -1 && trans[j] < n;
-    for (Py_ssize_t q = 0; ok && q < n; q++) ok = labels[q] >= 0;
+    for (Py_ssize_t q = 0; ok && q < n; q++) ok = labels[q] >= 0 && labels[q] < n, nl = labels[q] >= nl ? labels[q] + 1 : nl;
     if (!ok) {
         release(b, 2);
         return PyErr_Format(PyExc_ValueError, "refine: inconsistent arrays");
     }
-    Py_ssize_t cap = 16;
-    while (cap < 2 * n + 16) cap *= 2;
-    int64_t *old = malloc(sizeof(int64_t) * (n + 1)), *rep = malloc(sizeof(int64_t) * (n + 1));
-    int64_t *table = malloc(sizeof(int64_t) * cap); /* open addressing: block ids, -1 empty */
-    if (!old || !rep || !table) {
-        free(old), free(rep), free(table);
+    Py_ssize_t N = n + 1; /* state n: the sink that dead moves go to */
+    int32_t *inv_ptr = calloc(N * k + 1, sizeof(int32_t)), *inv = malloc(sizeof(int32_t) * (N * k + 1));
+    int32_t *elems = malloc(sizeof(int32_t) * N), *pos = malloc(sizeof(int32_t) * N), *block = malloc(sizeof(int32_t) * N);
+    Py_ssize_t most = nl + 1 + N; /* blocks: the labels' (some may be empty), the sink's, one per split */
+    int32_t *bstart = malloc(sizeof(int32_t) * (most + 1)), *bend = malloc(sizeof(int32_t) * (most + 1));
+    int32_t *marked = calloc(most + 1, sizeof(int32_t)), *touched = malloc(sizeof(int32_t) * (most + 1));
+    int32_t *work = malloc(sizeof(int32_t) * 2 * (most * k + 1)), *members = malloc(sizeof(int32_t) * N);
+    uint8_t *in_work = calloc((most + 1) * k, 1);
+    int64_t *first = malloc(sizeof(int64_t) * (most + 1));
+    if (!inv_ptr || !inv || !elems || !pos || !block || !bstart || !bend || !marked || !touched || !work || !members ||
+        !in_work || !first) {
+        free(inv_ptr), free(inv), free(elems), free(pos), free(block), free(bstart), free(bend), free(marked);
+        free(touched), free(work), free(members), free(in_work), free(first);
         release(b, 2);
         return PyErr_NoMemory();
     }
-    Py_ssize_t blocks = -1;
+    Py_ssize_t blocks = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (;;) {
-        memcpy(old, labels, sizeof(int64_t) * n);
-        for (Py_ssize_t i = 0; i < cap; i++) table[i] = -1;
-        Py_ssize_t count = 0;
-        for (Py_ssize_t q = 0; q < n; q++) {
-            const int32_t *row = trans + q * k;
-            uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)old[q];
-            for (Py_ssize_t c = 0; c < k; c++)
-                h = (h ^ (uint64_t)(row[c] >= 0 ? old[row[c]] : -1)) * 0x100000001B3ull, h ^= h >> 31;
-            Py_ssize_t slot = (Py_ssize_t)((h * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
-            for (;; slot = (slot + 1) & (cap - 1)) {
-                int64_t r = table[slot];
-                if (r < 0) {
-                    table[slot] = count, rep[count] = q, labels[q] = count++;
-                    break;
+#define MOVE(q, c) ((q) == n ? n : (trans[(q) * k + (c)] >= 0 ? trans[(q) * k + (c)] : n))
+    /* predecessors by (class, target): inv[inv_ptr[c * N + t] ..] */
+    for (Py_ssize_t q = 0; q < N; q++)
+        for (Py_ssize_t c = 0; c < k; c++) inv_ptr[c * N + MOVE(q, c) + 1]++;
+    for (Py_ssize_t i = 0; i < N * k; i++) inv_ptr[i + 1] += inv_ptr[i];
+    {
+        int32_t *cursor = malloc(sizeof(int32_t) * (N * k + 1));
+        if (cursor) {
+            memcpy(cursor, inv_ptr, sizeof(int32_t) * (N * k + 1));
+            for (Py_ssize_t q = 0; q < N; q++)
+                for (Py_ssize_t c = 0; c < k; c++) inv[cursor[c * N + MOVE(q, c)]++] = (int32_t)q;
+            free(cursor);
+        } else {
+            blocks = -1;
+        }
+    }
+    if (blocks == 0) {
+        /* initial blocks: the labels, the sink alone after them; states laid out block by block */
+        Py_ssize_t nb = nl + 1;
+        for (Py_ssize_t i = 0; i <= nb; i++) bstart[i] = 0;
+        for (Py_ssize_t q = 0; q < n; q++) bstart[labels[q] + 1]++;
+        bstart[nl + 1] = 1;
+        for (Py_ssize_t i = 0; i < nb; i++) bstart[i + 1] += bstart[i];
+        for (Py_ssize_t i = 0; i < nb; i++) bend[i] = bstart[i];
+        for (Py_ssize_t q = 0; q < N; q++) {
+            int32_t bl = q == n ? (int32_t)nl : (int32_t)labels[q];
+            block[q] = bl, pos[q] = bend[bl], elems[bend[bl]++] = (int32_t)q;
+        }
+        /* blocks may be empty (labels need not be dense): they never split and cost nothing */
+        Py_ssize_t top = 0;
+        for (Py_ssize_t bl = 0; bl < nb; bl++)
+            if (bend[bl] > bstart[bl])
+                for (Py_ssize_t c = 0; c < k; c++) work[top++] = (int32_t)bl, work[top++] = (int32_t)c, in_work[bl * k + c] = 1;
+        while (top) {
+            int32_t c = work[--top], a = work[--top];
+            in_work[(Py_ssize_t)a * k + c] = 0;
+            Py_ssize_t m = 0, nt = 0;
+            for (int32_t i = bstart[a]; i < bend[a]; i++) members[m++] = elems[i];
+            for (Py_ssize_t i = 0; i < m; i++) {
+                Py_ssize_t slot = (Py_ssize_t)c * N + members[i];
+                for (int32_t e = inv_ptr[slot]; e < inv_ptr[slot + 1]; e++) {
+                    int32_t q = inv[e], bl = block[q];
+                    if (pos[q] < bstart[bl] + marked[bl]) continue; /* marked already */
+                    int32_t to = bstart[bl] + marked[bl], other = elems[to];
+                    elems[to] = q, elems[pos[q]] = other, pos[other] = pos[q], pos[q] = to;
+                    if (marked[bl]++ == 0) touched[nt++] = bl;
                 }
-                int64_t p = rep[r];
-                const int32_t *other = trans + p * k;
-                int same = old[p] == old[q];
-                for (Py_ssize_t c = 0; same && c < k; c++)
-                    same = (row[c] >= 0 ? old[row[c]] : -1) == (other[c] >= 0 ? old[other[c]] : -1);
-                if (same) {
-                    labels[q] = r;
-                    break;
+            }
+            for (Py_ssize_t i = 0; i < nt; i++) {
+                int32_t bl = touched[i], mk = marked[bl];
+                marked[bl] = 0;
+                if (mk == bend[bl] - bstart[bl]) continue;
+                int32_t nbl = (int32_t)nb++; /* the marked part becomes a block of its own */
+                bstart[nbl] = bstart[bl], bend[nbl] = bstart[bl] + mk, bstart[bl] += mk;
+                for (int32_t j = bstart[nbl]; j < bend[nbl]; j++) block[elems[j]] = nbl;
+                int32_t smaller = bend[nbl] - bstart[nbl] <= bend[bl] - bstart[bl] ? nbl : bl;
+                for (Py_ssize_t d = 0; d < k; d++) {
+                    int32_t add = in_work[(Py_ssize_t)bl * k + d] ? nbl : smaller;
+                    if (!in_work[(Py_ssize_t)add * k + d])
+                        in_work[(Py_ssize_t)add * k + d] = 1, work[top++] = add, work[top++] = (int32_t)d;
                 }
             }
         }
-        if (count == blocks) break;
-        blocks = count;
+        /* blocks numbered in order of first appearance over the real states */
+        for (Py_ssize_t i = 0; i < nb; i++) first[i] = -1;
+        for (Py_ssize_t q = 0; q < n; q++) {
+            if (first[block[q]] < 0) first[block[q]] = blocks++;
+            labels[q] = first[block[q]];
+        }
     }
+#undef MOVE
     Py_END_ALLOW_THREADS
-    free(old), free(rep), free(table);
+    free(inv_ptr), free(inv), free(elems), free(pos), free(block), free(bstart), free(bend), free(marked);
+    free(touched), free(work), free(members), free(in_work), free(first);
     release(b, 2);
+    if (blocks < 0) return PyErr_NoMemory();
     return PyLong_FromSsize_t(blocks);
 }
 
@@ -643,7 +694,7 @@ static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Walk token-trie subtrees from DFA states (see greatgramma/native.py)."},
     {"suffix_lexemes", suffix_lexemes, METH_VARARGS, "First lexemes of the suffix rows to compute (see greatgramma/native.py)."},
     {"product", product, METH_VARARGS, "The lexer DFA as a product of the terminals' DFAs (see greatgramma/native.py)."},
-    {"refine", refine, METH_VARARGS, "Moore partition refinement of a DFA's states (see greatgramma/native.py)."},
+    {"refine", refine, METH_VARARGS, "Partition refinement of a DFA's states (see greatgramma/native.py)."},
     {"intern_rows", intern_rows, METH_VARARGS, "Suffix rows interned, shallowest first (see greatgramma/native.py)."},
     {NULL, NULL, 0, NULL},
 };

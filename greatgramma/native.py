@@ -117,6 +117,8 @@ def product(nclass: int, base: np.ndarray, move_ptr: np.ndarray, move_class: np.
 
 
 def refine(trans: np.ndarray, labels: np.ndarray) -> int:
-    """Moore refinement of the DFA ``trans`` (int32[n, k]) from the partition ``labels`` (int64,
-    rewritten: blocks numbered in order of first appearance); returns the number of blocks."""
+    """The coarsest partition of the states of DFA ``trans`` (int32[n, k], -1 dead) that refines
+    ``labels`` and that its moves respect (Hopcroft's algorithm; Moore's in numpy gives the same),
+    written into ``labels`` (int64) as blocks numbered in order of first appearance; returns the
+    number of blocks."""
     return ext.refine(np.ascontiguousarray(trans, dtype=np.int32), trans.shape[1], labels)
