@@ -1,5 +1,8 @@
 """A Lark grammar, resolved by Lark into terminals (for the lexer) and an LALR table (for the parser).
 
+Texts in the plain subset the front ends write are resolved the same way without Lark's loader
+(:mod:`greatgramma.plain_grammar`); Lark itself is then built only when asked for (``Grammar.lark``).
+
 Everything wrong with a grammar surfaces here as a :class:`GrammarError` whose message names
 the file, the line where it can be found, and the rule or terminal at fault:
 
