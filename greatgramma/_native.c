@@ -415,8 +415,8 @@ static uint64_t hash_seq(const int32_t *x, Py_ssize_t n) {
     return h * 0x9E3779B97F4A7C15ull;
 }
 
-/* the id of tuple x (interned if new; *fresh set then), or -1 on no memory */
-static Py_ssize_t intern_tuple(Tuples *T, const int32_t *x, Py_ssize_t len, int *fresh) {
+/* the id of tuple x (interned if new: then the id is the former count), or -1 on no memory */
+static Py_ssize_t intern_tuple(Tuples *T, const int32_t *x, Py_ssize_t len) {
     if (2 * (T->n + 1) > T->table_cap) {
         Py_ssize_t cap = T->table_cap * 2;
         int32_t *table = malloc(sizeof(int32_t) * cap);
@@ -450,7 +450,6 @@ static Py_ssize_t intern_tuple(Tuples *T, const int32_t *x, Py_ssize_t len, int 
     memcpy(T->pool + T->start[T->n], x, sizeof(int32_t) * len);
     T->start[T->n + 1] = T->start[T->n] + len;
     T->table[k] = (int32_t)T->n;
-    *fresh = 1;
     return T->n++;
 }
 
@@ -506,8 +505,7 @@ static PyObject *product(PyObject *self, PyObject *args) {
             for (int64_t q = base[t]; q < base[t + 1]; q++) term_of[q] = (int32_t)t;
         for (Py_ssize_t t = 0; t < nterm; t++) tup[t] = (int32_t)base[t];
         T.start[0] = 0;
-        int fresh = 0;
-        if (intern_tuple(&T, tup, nterm, &fresh) < 0) nomem = 1;
+        if (intern_tuple(&T, tup, nterm) < 0) nomem = 1;
     }
     for (i = 0; !nomem && !code && i < T.n; i++) {
         if (i % 256 == 0 && deadline >= 0 && now_s() > deadline) { code = 2; break; }
@@ -546,11 +544,9 @@ static PyObject *product(PyObject *self, PyObject *args) {
         for (Py_ssize_t c = 0; c < nclass; c++) {
             Py_ssize_t n = count[c + 1] - count[c];
             if (!n) { row[c] = DEAD; continue; }
-            int fresh = 0;
-            Py_ssize_t before_n = T.n;
-            Py_ssize_t id = intern_tuple(&T, bucket + count[c], n, &fresh);
+            Py_ssize_t known = T.n, id = intern_tuple(&T, bucket + count[c], n);
             if (id < 0) { nomem = 1; break; }
-            if (fresh && before_n >= max_states) { code = 1; break; }
+            if (id == known && known >= max_states) { code = 1; break; }
             row[c] = (int32_t)id;
             comp = T.pool + T.start[i]; /* the pool may have moved */
         }
@@ -595,6 +591,7 @@ static PyObject *refine(PyObject *self, PyObject *args) {
     }
     Py_ssize_t N = n + 1; /* state n: the sink that dead moves go to */
     int32_t *inv_ptr = calloc(N * k + 1, sizeof(int32_t)), *inv = malloc(sizeof(int32_t) * (N * k + 1));
+    int32_t *cursor = malloc(sizeof(int32_t) * (N * k + 1));
     int32_t *elems = malloc(sizeof(int32_t) * N), *pos = malloc(sizeof(int32_t) * N), *block = malloc(sizeof(int32_t) * N);
     Py_ssize_t most = nl + 1 + N; /* blocks: the labels' (some may be empty), the sink's, one per split */
     int32_t *bstart = malloc(sizeof(int32_t) * (most + 1)), *bend = malloc(sizeof(int32_t) * (most + 1));
@@ -602,9 +599,9 @@ static PyObject *refine(PyObject *self, PyObject *args) {
     int32_t *work = malloc(sizeof(int32_t) * 2 * (most * k + 1)), *members = malloc(sizeof(int32_t) * N);
     uint8_t *in_work = calloc((most + 1) * k, 1);
     int64_t *first = malloc(sizeof(int64_t) * (most + 1));
-    if (!inv_ptr || !inv || !elems || !pos || !block || !bstart || !bend || !marked || !touched || !work || !members ||
-        !in_work || !first) {
-        free(inv_ptr), free(inv), free(elems), free(pos), free(block), free(bstart), free(bend), free(marked);
+    if (!inv_ptr || !inv || !cursor || !elems || !pos || !block || !bstart || !bend || !marked || !touched || !work ||
+        !members || !in_work || !first) {
+        free(inv_ptr), free(inv), free(cursor), free(elems), free(pos), free(block), free(bstart), free(bend), free(marked);
         free(touched), free(work), free(members), free(in_work), free(first);
         release(b, 2);
         return PyErr_NoMemory();
@@ -616,77 +613,66 @@ static PyObject *refine(PyObject *self, PyObject *args) {
     for (Py_ssize_t q = 0; q < N; q++)
         for (Py_ssize_t c = 0; c < k; c++) inv_ptr[c * N + MOVE(q, c) + 1]++;
     for (Py_ssize_t i = 0; i < N * k; i++) inv_ptr[i + 1] += inv_ptr[i];
-    {
-        int32_t *cursor = malloc(sizeof(int32_t) * (N * k + 1));
-        if (cursor) {
-            memcpy(cursor, inv_ptr, sizeof(int32_t) * (N * k + 1));
-            for (Py_ssize_t q = 0; q < N; q++)
-                for (Py_ssize_t c = 0; c < k; c++) inv[cursor[c * N + MOVE(q, c)]++] = (int32_t)q;
-            free(cursor);
-        } else {
-            blocks = -1;
+    memcpy(cursor, inv_ptr, sizeof(int32_t) * (N * k + 1));
+    for (Py_ssize_t q = 0; q < N; q++)
+        for (Py_ssize_t c = 0; c < k; c++) inv[cursor[c * N + MOVE(q, c)]++] = (int32_t)q;
+    /* initial blocks: the labels, the sink alone after them; states laid out block by block */
+    Py_ssize_t nb = nl + 1;
+    for (Py_ssize_t i = 0; i <= nb; i++) bstart[i] = 0;
+    for (Py_ssize_t q = 0; q < n; q++) bstart[labels[q] + 1]++;
+    bstart[nl + 1] = 1;
+    for (Py_ssize_t i = 0; i < nb; i++) bstart[i + 1] += bstart[i];
+    for (Py_ssize_t i = 0; i < nb; i++) bend[i] = bstart[i];
+    for (Py_ssize_t q = 0; q < N; q++) {
+        int32_t bl = q == n ? (int32_t)nl : (int32_t)labels[q];
+        block[q] = bl, pos[q] = bend[bl], elems[bend[bl]++] = (int32_t)q;
+    }
+    /* blocks may be empty (labels need not be dense): they never split and cost nothing */
+    Py_ssize_t top = 0;
+    for (Py_ssize_t bl = 0; bl < nb; bl++)
+        if (bend[bl] > bstart[bl])
+            for (Py_ssize_t c = 0; c < k; c++) work[top++] = (int32_t)bl, work[top++] = (int32_t)c, in_work[bl * k + c] = 1;
+    while (top) {
+        int32_t c = work[--top], a = work[--top];
+        in_work[(Py_ssize_t)a * k + c] = 0;
+        Py_ssize_t m = 0, nt = 0;
+        for (int32_t i = bstart[a]; i < bend[a]; i++) members[m++] = elems[i];
+        for (Py_ssize_t i = 0; i < m; i++) {
+            Py_ssize_t slot = (Py_ssize_t)c * N + members[i];
+            for (int32_t e = inv_ptr[slot]; e < inv_ptr[slot + 1]; e++) {
+                int32_t q = inv[e], bl = block[q];
+                if (pos[q] < bstart[bl] + marked[bl]) continue; /* marked already */
+                int32_t to = bstart[bl] + marked[bl], other = elems[to];
+                elems[to] = q, elems[pos[q]] = other, pos[other] = pos[q], pos[q] = to;
+                if (marked[bl]++ == 0) touched[nt++] = bl;
+            }
+        }
+        for (Py_ssize_t i = 0; i < nt; i++) {
+            int32_t bl = touched[i], mk = marked[bl];
+            marked[bl] = 0;
+            if (mk == bend[bl] - bstart[bl]) continue;
+            int32_t nbl = (int32_t)nb++; /* the marked part becomes a block of its own */
+            bstart[nbl] = bstart[bl], bend[nbl] = bstart[bl] + mk, bstart[bl] += mk;
+            for (int32_t j = bstart[nbl]; j < bend[nbl]; j++) block[elems[j]] = nbl;
+            int32_t smaller = bend[nbl] - bstart[nbl] <= bend[bl] - bstart[bl] ? nbl : bl;
+            for (Py_ssize_t d = 0; d < k; d++) {
+                int32_t add = in_work[(Py_ssize_t)bl * k + d] ? nbl : smaller;
+                if (!in_work[(Py_ssize_t)add * k + d])
+                    in_work[(Py_ssize_t)add * k + d] = 1, work[top++] = add, work[top++] = (int32_t)d;
+            }
         }
     }
-    if (blocks == 0) {
-        /* initial blocks: the labels, the sink alone after them; states laid out block by block */
-        Py_ssize_t nb = nl + 1;
-        for (Py_ssize_t i = 0; i <= nb; i++) bstart[i] = 0;
-        for (Py_ssize_t q = 0; q < n; q++) bstart[labels[q] + 1]++;
-        bstart[nl + 1] = 1;
-        for (Py_ssize_t i = 0; i < nb; i++) bstart[i + 1] += bstart[i];
-        for (Py_ssize_t i = 0; i < nb; i++) bend[i] = bstart[i];
-        for (Py_ssize_t q = 0; q < N; q++) {
-            int32_t bl = q == n ? (int32_t)nl : (int32_t)labels[q];
-            block[q] = bl, pos[q] = bend[bl], elems[bend[bl]++] = (int32_t)q;
-        }
-        /* blocks may be empty (labels need not be dense): they never split and cost nothing */
-        Py_ssize_t top = 0;
-        for (Py_ssize_t bl = 0; bl < nb; bl++)
-            if (bend[bl] > bstart[bl])
-                for (Py_ssize_t c = 0; c < k; c++) work[top++] = (int32_t)bl, work[top++] = (int32_t)c, in_work[bl * k + c] = 1;
-        while (top) {
-            int32_t c = work[--top], a = work[--top];
-            in_work[(Py_ssize_t)a * k + c] = 0;
-            Py_ssize_t m = 0, nt = 0;
-            for (int32_t i = bstart[a]; i < bend[a]; i++) members[m++] = elems[i];
-            for (Py_ssize_t i = 0; i < m; i++) {
-                Py_ssize_t slot = (Py_ssize_t)c * N + members[i];
-                for (int32_t e = inv_ptr[slot]; e < inv_ptr[slot + 1]; e++) {
-                    int32_t q = inv[e], bl = block[q];
-                    if (pos[q] < bstart[bl] + marked[bl]) continue; /* marked already */
-                    int32_t to = bstart[bl] + marked[bl], other = elems[to];
-                    elems[to] = q, elems[pos[q]] = other, pos[other] = pos[q], pos[q] = to;
-                    if (marked[bl]++ == 0) touched[nt++] = bl;
-                }
-            }
-            for (Py_ssize_t i = 0; i < nt; i++) {
-                int32_t bl = touched[i], mk = marked[bl];
-                marked[bl] = 0;
-                if (mk == bend[bl] - bstart[bl]) continue;
-                int32_t nbl = (int32_t)nb++; /* the marked part becomes a block of its own */
-                bstart[nbl] = bstart[bl], bend[nbl] = bstart[bl] + mk, bstart[bl] += mk;
-                for (int32_t j = bstart[nbl]; j < bend[nbl]; j++) block[elems[j]] = nbl;
-                int32_t smaller = bend[nbl] - bstart[nbl] <= bend[bl] - bstart[bl] ? nbl : bl;
-                for (Py_ssize_t d = 0; d < k; d++) {
-                    int32_t add = in_work[(Py_ssize_t)bl * k + d] ? nbl : smaller;
-                    if (!in_work[(Py_ssize_t)add * k + d])
-                        in_work[(Py_ssize_t)add * k + d] = 1, work[top++] = add, work[top++] = (int32_t)d;
-                }
-            }
-        }
-        /* blocks numbered in order of first appearance over the real states */
-        for (Py_ssize_t i = 0; i < nb; i++) first[i] = -1;
-        for (Py_ssize_t q = 0; q < n; q++) {
-            if (first[block[q]] < 0) first[block[q]] = blocks++;
-            labels[q] = first[block[q]];
-        }
+    /* blocks numbered in order of first appearance over the real states */
+    for (Py_ssize_t i = 0; i < nb; i++) first[i] = -1;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        if (first[block[q]] < 0) first[block[q]] = blocks++;
+        labels[q] = first[block[q]];
     }
 #undef MOVE
     Py_END_ALLOW_THREADS
-    free(inv_ptr), free(inv), free(elems), free(pos), free(block), free(bstart), free(bend), free(marked);
+    free(inv_ptr), free(inv), free(cursor), free(elems), free(pos), free(block), free(bstart), free(bend), free(marked);
     free(touched), free(work), free(members), free(in_work), free(first);
     release(b, 2);
-    if (blocks < 0) return PyErr_NoMemory();
     return PyLong_FromSsize_t(blocks);
 }
 

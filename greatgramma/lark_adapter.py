@@ -279,9 +279,7 @@ def grammar_parts_of_text(text: str, start: str) -> GrammarParts:
 
 def _parts(terminals, rules) -> GrammarParts:
     return GrammarParts(
-        terminals={
-            t.name: TerminalDef(t.name, t.pattern.value, isinstance(t.pattern, PatternStr)) for t in terminals
-        },
+        terminals={t.name: terminal_def(t.name, t.pattern) for t in terminals},
         rules=tuple(_rule(i, r) for i, r in enumerate(rules)),
     )
 
@@ -296,6 +294,11 @@ def lexer_terminals(lark_obj: lark.Lark) -> list[TerminalSpec]:
     conf = lark_obj.lexer_conf
     ignored = set(conf.ignore)
     return [terminal_spec(td.name, td.pattern, td.priority, td.name in ignored) for td in conf.terminals]
+
+
+def terminal_def(name: str, pattern) -> TerminalDef:
+    """How a terminal of Lark's (its ``Pattern``) was written."""
+    return TerminalDef(name, pattern.value, isinstance(pattern, PatternStr))
 
 
 def terminal_spec(name: str, pattern, priority: int, ignored: bool) -> TerminalSpec:
@@ -323,10 +326,6 @@ def literal_pattern(literal: str):
         return None
 
 
-def is_string(pattern) -> bool:
-    return isinstance(pattern, PatternStr)
-
-
 def lark_would_lex(pattern) -> bool:
     """Whether Lark's basic lexer takes the pattern: a valid regex that matches no empty string."""
     try:
@@ -351,7 +350,7 @@ def our_tables(rules: Sequence[Rule], start: str) -> lalr.LalrTables | None:
     if LALR_CONSTRUCTION != "ours":
         return None
     try:
-        tables = lalr.build([(r.origin, tuple((s.name, s.is_term) for s in r.expansion), r.priority) for r in rules], start)
+        tables = lalr.build([(r.origin, tuple(r.expansion), r.priority) for r in rules], start)
     except lalr.LalrInputError:
         return None
     return None if tables.shared_reads or tables.collisions else tables
@@ -470,7 +469,6 @@ def parse_table_from_lark(
     columns after the lexer's terminals, then comes ``$END``. Reads our tables where
     :func:`build_lark` made them, else Lark's.
     """
-    tables = getattr(lark_obj.parser.parser, "greatgramma_lalr", None)
     term_index = {name: i for i, name in enumerate(terminal_names)}
     declared = sorted({s.name for r in lark_obj.rules for s in r.expansion if s.is_term} - set(term_index))
     missing = [n for n in declared if n not in postlexed]
@@ -483,6 +481,7 @@ def parse_table_from_lark(
     term_index.update(extra)
     n_terms = len(terminal_names) + len(postlexed)
     term_index["$END"] = n_terms
+    tables = getattr(lark_obj.parser.parser, "greatgramma_lalr", None)
     if tables is not None:
         return _parse_table_of_tables(tables, term_index, n_terms, extra)
     table = lark_obj.parser.parser.parser.parse_table

@@ -451,7 +451,7 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
 
 
 def _minimize(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
-    """Moore partition refinement, keeping state 0 as the start (over classes of alike columns)."""
+    """The minimal DFA by partition refinement, keeping state 0 as the start (over classes of alike columns)."""
     if trans.shape[1] != accept_next.shape[1]:
         return minimize_classes(trans, accept, accept_next)[:3]
     _, cols, inv = np.unique(np.concatenate([trans, accept_next]).T, axis=0, return_index=True, return_inverse=True)
@@ -615,9 +615,7 @@ def _product(per_term: list, rank: list[int], nclass: int, max_states: int, dead
             j = index.get(nxt)
             if j is None:
                 if len(tuples) >= max_states:
-                    raise ResourceLimitError(
-                        f"lexer DFA exceeds {max_states} states; simplify the terminals or raise max_dfa_states"
-                    )
+                    raise _too_many_states(max_states)
                 j = index[nxt] = len(tuples)
                 tuples.append(nxt)
             row[c] = j
@@ -652,9 +650,9 @@ def _product_native(per_term: list, rank: list[int], nclass: int, max_states: in
         np.concatenate(masks) if masks else np.zeros(0, dtype=np.uint8), rank_of, max_states, seconds,
     )
     if code == 1:
-        raise ResourceLimitError(f"lexer DFA exceeds {max_states} states; simplify the terminals or raise max_dfa_states")
+        raise _too_many_states(max_states)
     if code == 2:
-        raise ResourceLimitError(f"the compile time budget ran out while building the lexer DFA ({states} states so far); raise max_seconds")
+        raise _out_of_time(f"the lexer DFA ({states} states so far)")
     return (
         np.frombuffer(rows, dtype=np.int32).reshape(states, nclass),
         np.frombuffer(accept, dtype=np.int32),
@@ -662,6 +660,14 @@ def _product_native(per_term: list, rank: list[int], nclass: int, max_states: in
     )
 
 
+def _too_many_states(max_states: int) -> ResourceLimitError:
+    return ResourceLimitError(f"lexer DFA exceeds {max_states} states; simplify the terminals or raise max_dfa_states")
+
+
+def _out_of_time(building: str) -> ResourceLimitError:
+    return ResourceLimitError(f"the compile time budget ran out while building {building}; raise max_seconds")
+
+
 def _check_deadline(deadline: float | None, building: str) -> None:
     if deadline is not None and time.perf_counter() > deadline:
-        raise ResourceLimitError(f"the compile time budget ran out while building {building}; raise max_seconds")
+        raise _out_of_time(building)

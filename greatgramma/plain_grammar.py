@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from . import lark_adapter
-from .lark_adapter import GrammarParts, Rule, Symbol, TerminalDef
+from . import lalr, lark_adapter
+from .lark_adapter import GrammarParts, Rule, Symbol
 from .lexer import TerminalSpec
 
 _RULE_LINE = re.compile(r"([a-z][a-z0-9_]*):(.*)")
@@ -39,7 +39,7 @@ class Resolved(NamedTuple):
 
     terminals: list[TerminalSpec]
     parts: GrammarParts
-    tables: object  # lalr.LalrTables
+    tables: lalr.LalrTables
 
 
 class _Refused(Exception):
@@ -108,7 +108,7 @@ class _Reader:
             lark_adapter.terminal_spec(n, self.patterns[n], self.priority.get(n, 0), n in ignored) for n in keep
         ]
         parts = GrammarParts(
-            terminals={n: TerminalDef(n, self.patterns[n].value, lark_adapter.is_string(self.patterns[n])) for n in keep},
+            terminals={n: lark_adapter.terminal_def(n, self.patterns[n]) for n in keep},
             rules=tuple(rules),
         )
         tables = lark_adapter.our_tables(rules, self.start)
