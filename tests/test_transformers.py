@@ -297,3 +297,62 @@ def test_mask_workers_give_the_same_generation(llama3: gg.Vocabulary, model) -> 
         assert workers._workers[0]._grammars  # the workers did fill rows
     assert outs[0] == outs[1]
     check_outputs(compiled, grammar, [row[prompt.shape[1] :] for row in outs[1]])
+
+
+# ------------------------------------------------------------------ on a CUDA device
+
+
+class CheckedProcessor(GrammarLogitsProcessor):
+    """Checks every call against the CPU path: the logits it masked on the device equal the same
+    logits masked on the CPU by plain torch ops with the same bitmask."""
+
+    def __call__(self, input_ids, scores):
+        before = scores.detach().float().cpu()
+        out = super().__call__(input_ids, scores)
+        want = before.to(scores.dtype)
+        gg.apply_token_bitmask_inplace(want, torch.from_numpy(self.last_bitmask), backend="torch")
+        assert out.is_cuda and torch.equal(out.cpu(), want)
+        self.calls = getattr(self, "calls", 0) + 1
+        return out
+
+    def _fill(self, bitmask):
+        self.last_bitmask = super()._fill(bitmask).copy()
+        return self.last_bitmask
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the processor is run on the CPU only")
+
+
+@needs_cuda
+@needs_llama3
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_generate_on_cuda(dtype: str, llama3: gg.Vocabulary, model) -> None:
+    """model.generate on the GPU: each step's device masking equals the CPU path's, the outputs stay
+    in the grammar, and the prefetcher generates token for token what the plain processor does."""
+    from greatgramma.kernels.torch import triton_available
+
+    gpu = model.to("cuda", getattr(torch, dtype))
+    grammar = GRAMMARS["json"]
+    compiled = gg.compile(gg.Grammar(grammar), llama3)
+    prompt = torch.tensor([[128000, 128000]] * 3, device="cuda")
+    eos = list(llama3.eos_token_ids)
+    bias = Bias(llama3)
+    bias.bias = bias.bias.to("cuda")
+    outs = []
+    try:
+        for prefetch in (False, True):
+            torch.manual_seed(7)
+            proc = CheckedProcessor(compiled)
+            stopping = transformers.StoppingCriteriaList([proc.prefetcher()] if prefetch else [])
+            out = gpu.generate(
+                prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=30, do_sample=True,
+                logits_processor=transformers.LogitsProcessorList([bias, proc]), stopping_criteria=stopping,
+                eos_token_id=eos, pad_token_id=eos[0],
+            )  # fmt: skip
+            assert proc.calls > 1
+            outs.append(out.tolist())
+    finally:
+        model.to("cpu", torch.float32)
+    assert outs[0] == outs[1]
+    check_outputs(compiled, grammar, [row[prompt.shape[1] :] for row in outs[1]])
+    assert triton_available(), "triton did not import on this CUDA machine: only the plain torch path ran"
