@@ -42,7 +42,8 @@ from pathlib import Path
 from eval.paths import ROOT, markdown_table, tokenizer_file, write_results
 
 RESULTS = ROOT / "eval" / "batch_scaling.json"
-GO_SOURCES = Path("/usr/lib/go-1.19/src")  # Debian's golang-1.19-src
+# Debian's golang-1.19-src (under /usr/lib when golang-1.19-go is installed too, else /usr/share)
+GO_SOURCES = next((p for p in (Path("/usr/lib/go-1.19/src"), Path("/usr/share/go-1.19/src")) if p.is_dir()), Path("/usr/lib/go-1.19/src"))
 MODES = ("serial", "workers", "default", "threads")
 WORDS = ["id", "name", "value", "items", "price", "tags", "count", "user", "active", "data", "meta", "score"]
 

@@ -23,8 +23,8 @@ from test_python_grammar import OWN_PROGRAMS, small_compiled, small_ids
 
 import greatgramma as gg
 from greatgramma.serving import MaskWorkers
-from greatgramma.serving.mask_workers import _Frames
-from greatgramma.stack import frames_of
+from greatgramma.serving.mask_workers import _Frames, _SentFrames
+from greatgramma.stack import Frame, frames_of
 
 EOS = 0
 
@@ -206,16 +206,26 @@ def test_bad_options() -> None:
         MaskWorkers(1, max_grammars=0)
 
 
-def test_hash_consed_stacks_share_frames() -> None:
-    frames = _Frames(limit=100)
-    a = frames.of((0, 5, 7, 9))
-    b = frames.of((0, 5, 7, 11))
-    assert a.states() == (0, 5, 7, 9) and b.states() == (0, 5, 7, 11)
-    assert a.parent is b.parent and frames.of((0, 5, 7, 9)) is a
-    assert a == frames_of((0, 5, 7, 9))
-    small = _Frames(limit=3)
-    first = small.of((1, 2, 3, 4))
-    assert small.of((1, 2, 3, 4)) is not first and small.of((1, 2, 3, 4)).states() == first.states()  # cleared
+def test_stacks_sent_as_the_frames_the_worker_lacks() -> None:
+    """A stack travels as its deepest frame the worker holds and the states pushed since; frames
+    the caller's stacks share are shared in the worker; a worker that missed frames refuses the
+    next message; a cleared pair starts over."""
+    sent, held = _SentFrames(), _Frames()
+    a = frames_of((0, 5, 7, 9))
+    b = Frame(11, a.parent)  # (0, 5, 7, 11): shares three frames with a
+    got_a, got_b, again_a = held.loads(sent.dumps(("masks", [a, b, a])))[1]
+    assert got_a.states() == (0, 5, 7, 9) and got_b.states() == (0, 5, 7, 11)
+    assert again_a is got_a and got_b.parent is got_a.parent and len(sent) == 5
+    c = Frame(3, Frame(2, b))  # the next step: two pushes on b, and only they travel
+    got_c = held.loads(sent.dumps(("masks", [c])))[1][0]
+    assert len(sent) == 7 and got_c.parent.parent is got_b and got_c == c
+    sent.dumps(("masks", [Frame(4, c)]))  # never reaches the worker
+    with pytest.raises(gg.GreatGrammaError, match="out of order"):
+        held.loads(sent.dumps(("masks", [Frame(5, c)])))
+    sent.clear()
+    held.clear()
+    again = held.loads(sent.dumps(("masks", [c])))[1][0]
+    assert again == c and again is not got_c
 
 
 def test_extended_states_met_after_the_artifact(pool: MaskWorkers) -> None:

@@ -6,7 +6,9 @@ worker holds its own copy of every compiled grammar it is given (the artifact, s
 grammar and loaded with the worker's copy of the vocabulary, so the token trie is built once per
 worker) and its own mask caches. A fill sends each worker the states of its rows (small values:
 a lexer state, by its key where it is an extended state, which each process numbers as it meets
-them, and the parser stack's states) and the worker writes the masks into a file in
+them, and the parser stack's frames that the worker does not hold yet: a stack goes as the id of
+its deepest frame sent before and the states pushed since, usually one or two) and the worker
+writes the masks into a file in
 shared memory that the caller reads; the caller computes rows itself meanwhile. Row ``i`` is
 dealt to the same process every step, so the caches a worker warms are the ones its rows need
 next; each worker's list ends with a part of the caller's rows, and the caller takes jobs from
@@ -34,6 +36,7 @@ import numpy as np
 
 from ..errors import GreatGrammaError
 from ..matcher import write_rows
+from ..stack import Frame
 
 if TYPE_CHECKING:
     from ..matcher import Matcher
@@ -43,7 +46,7 @@ __all__ = ["MaskWorkers"]
 MIN_BATCH = 4  # smaller batches are filled in the caller alone
 MIN_SECONDS = 1e-3  # so are batches whose masks are expected to take less (a round trip and the share a worker takes cost ~0.3-0.5 ms)
 STEAL_WAIT = 1.0  # seconds the caller waits for the jobs' lock (held only for a few instructions)
-FRAMES_KEPT = 1 << 16  # parser stack frames a worker keeps to share between steps (about 16 MB)
+FRAMES_KEPT = 1 << 16  # parser stack frames a worker holds between steps, then both sides start over (about 16 MB each)
 
 
 class MaskWorkers:
@@ -237,6 +240,7 @@ class _Worker:
         self._rows: np.ndarray | None = None
         self._rows_path: str | None = None
         self._turn: Any = None
+        self._sent = _SentFrames()
         self._ready = False
         self._generation = 0
         self._warned = False
@@ -274,7 +278,10 @@ class _Worker:
                 jobs.append((key, lexer, stack))
             self._ensure_rows(len(jobs), max(2, *(_words(m) for m in matchers)))
             self._rows[0, :2] = (0, len(jobs))  # type: ignore[index]  # jobs begun by the worker, jobs left to it
-            self._conn.send(("masks", jobs))
+            if len(self._sent) > FRAMES_KEPT:
+                self._sent.clear()
+                self._conn.send(("frames",))  # the worker forgets its frames too, before the next jobs
+            self._conn.send_bytes(self._sent.dumps(("masks", jobs)))
             return True
         except (OSError, EOFError):
             self._lost()
@@ -384,6 +391,7 @@ class _Worker:
             self._conn = None
         self._grammars.clear()
         self._vocabs.clear()
+        self._sent.clear()
         self._remove_rows()
         self._rows = None
 
@@ -406,43 +414,71 @@ def shared_rows(path: str, rows: int, width: int, *, create: bool = False) -> np
     return np.frombuffer(mapped, dtype=np.int32).reshape(rows, width)
 
 
+class _SentFrames:
+    """The caller's side of a worker's stack frames: the frames sent to it, by object, with the
+    number each has there. A message is pickled with each frame as a persistent id, ``(base,
+    states, first)``: the number of the deepest frame of its stack that the worker holds (-1:
+    none), the states pushed above it (bottom first) and the number the first of them gets. A
+    row's stack at the next step is last step's plus a push or two, so a step sends a few ints a
+    row. The frames are held here (so their ids stay theirs) until :meth:`clear`."""
+
+    def __init__(self) -> None:
+        self._number: dict[int, tuple[Frame, int]] = {}  # id(frame) -> (frame, its number in the worker)
+
+    def __len__(self) -> int:
+        return len(self._number)
+
+    def clear(self) -> None:
+        self._number.clear()
+
+    def dumps(self, message: tuple) -> bytes:
+        out = io.BytesIO()
+        pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
+        pickler.persistent_id = self._persistent_id  # type: ignore[method-assign]
+        pickler.dump(message)
+        return out.getvalue()
+
+    def _persistent_id(self, obj: Any) -> tuple[int, tuple[int, ...], int] | None:
+        if type(obj) is not Frame:
+            return None
+        number, new, frame = self._number, [], obj
+        while frame is not None and id(frame) not in number:
+            new.append(frame)
+            frame = frame.parent
+        base = -1 if frame is None else number[id(frame)][1]
+        first = len(number)
+        for k, f in enumerate(reversed(new)):
+            number[id(f)] = (f, first + k)
+        return base, tuple(f.state for f in reversed(new)), first
+
+
 class _Frames:
-    """The worker's parser stacks, hash-consed: a stack arrives as its states (``Frame``'s pickle),
-    and the frames it shares with stacks seen before are those same frames, so the reductions
-    memoized on them (:meth:`~greatgramma.parser.LalrParser.feed`) and the mask caches keyed by
-    them serve the next steps as they do in the caller. Cleared when it holds ``limit`` frames."""
+    """The worker's side: its frames by number, built as :class:`_SentFrames` sends them, so two
+    rows that share frames in the caller share them here, and the reductions memoized on them
+    (:meth:`~greatgramma.parser.LalrParser.feed`) and the mask caches keyed by them serve the
+    next steps as they do in the caller."""
 
-    def __init__(self, limit: int = FRAMES_KEPT) -> None:
-        self.limit = limit
-        self._made: dict[tuple[int, int], Any] = {}  # (id of the parent frame, state) -> frame
+    def __init__(self) -> None:
+        self._by_number: list[Frame] = []
 
-    def of(self, states: tuple[int, ...]) -> Any:
-        from ..stack import Frame
+    def clear(self) -> None:
+        self._by_number.clear()
 
-        made = self._made
-        if len(made) > self.limit:
-            made.clear()
-        frame = None
+    def loads(self, data: bytes) -> Any:
+        unpickler = pickle.Unpickler(io.BytesIO(data))
+        unpickler.persistent_load = self._persistent_load  # type: ignore[method-assign]
+        return unpickler.load()
+
+    def _persistent_load(self, pid: tuple[int, tuple[int, ...], int]) -> Frame:
+        base, states, first = pid
+        by_number = self._by_number
+        frame = None if base < 0 else by_number[base]
+        if first != len(by_number) and states:
+            raise GreatGrammaError(f"mask worker: frame {first} sent out of order (it holds {len(by_number)})")
         for state in states:
-            key = (id(frame), state)  # the parent is alive: its children in the table point to it
-            child = made.get(key)
-            if child is None:
-                child = made[key] = Frame(state, frame)
-            frame = child
+            frame = Frame(state, frame)
+            by_number.append(frame)
         return frame
-
-
-class _Unpickler(pickle.Unpickler):
-    """Reads the caller's messages, building stacks through :class:`_Frames`."""
-
-    def __init__(self, data: bytes, frames: _Frames) -> None:
-        super().__init__(io.BytesIO(data))
-        self._frames = frames
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "greatgramma.stack" and name == "frames_of":
-            return self._frames.of
-        return super().find_class(module, name)
 
 
 def _worker_main(conn: Any, turn: Any) -> None:
@@ -459,7 +495,7 @@ def _worker_main(conn: Any, turn: Any) -> None:
     frames = _Frames()
     while True:
         try:
-            message = _Unpickler(conn.recv_bytes(), frames).load()
+            message = frames.loads(conn.recv_bytes())
         except EOFError:
             return
         if message is None:
@@ -479,6 +515,8 @@ def _worker_main(conn: Any, turn: Any) -> None:
             gc.unfreeze()  # the forgotten grammar's cycles can be collected again
         elif kind == "clear":
             maskers = {k: m if isinstance(m, Exception) else Masker(m.compiled) for k, m in maskers.items()}
+        elif kind == "frames":
+            frames.clear()
         elif kind == "rows":
             rows = shared_rows(*message[1:])
         elif kind == "masks":
