@@ -126,14 +126,26 @@ class Grammar:
         ``whitespace``: ``"json"`` (any, as RFC 8259), ``"compact"`` (none) or an int bounding each
         run; ``additional_properties=False`` forbids members the schema does not name where it
         says nothing; ``max_repeat`` bounds how far lengths and item counts are unrolled. Checked
-        with ``strict=True``: a conflict Lark would resolve silently is refused instead.
+        with ``strict=True``: a conflict Lark would resolve silently is refused instead. Objects
+        of at most three named members take them in any order, unless that leaves the grammar
+        outside LALR(1) (objects of a union told apart by a member's value: the parser would
+        have to see that member first); then every object keeps the order of ``properties``.
         """
         from .frontends import json_schema_to_lark
 
-        text = json_schema_to_lark(
-            schema, whitespace=whitespace, additional_properties=additional_properties, max_repeat=max_repeat
-        )
-        return cls(text, source="<json schema>", strict=True)
+        def build(any_order: int | None = None) -> Grammar:
+            options = {} if any_order is None else {"any_order": any_order}
+            text = json_schema_to_lark(
+                schema, whitespace=whitespace, additional_properties=additional_properties, max_repeat=max_repeat, **options
+            )
+            return cls(text, source="<json schema>", strict=True)
+
+        try:
+            return build()
+        except GrammarError as exc:
+            if exc.kind != "conflict":
+                raise
+            return build(any_order=0)
 
     @classmethod
     def from_regex(cls, pattern: str) -> Grammar:

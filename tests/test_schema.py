@@ -256,10 +256,51 @@ def test_strings_are_spelled_canonically() -> None:
 
 
 def test_order_is_canonical_and_extra_members_come_last() -> None:
-    m = masker_for(json.dumps(OBJ))
+    wide = {**OBJ, "properties": {**OBJ["properties"], "id": {"type": "integer"}}}  # four named members
+    m = masker_for(json.dumps(wide))
     assert accepts(m, '{"name": "x", "age": 1}')
     assert not accepts(m, '{"age": 1, "name": "x"}')  # outside the canonical form: refused
     assert accepts(m, '{"name": "x", "zz": 1}')
+    assert not accepts(m, '{"zz": 1, "name": "x"}')
+    m = masker_for(json.dumps(OBJ))  # three named members: any order
+    assert accepts(m, '{"age": 1, "name": "x"}') and accepts(m, '{"tags": [], "age": 1, "name": "x", "zz": 1}')
+    assert not accepts(m, '{"zz": 1, "name": "x"}') and not accepts(m, '{"age": 1}')
+
+
+def test_any_order_falls_back_to_the_canonical_form_where_lalr_cannot_take_it() -> None:
+    """Objects of a oneOf told apart by the value of ``type``: in any order the parser would have
+    to read ``type`` before it could reduce ``email``'s value, so every object keeps its
+    ``properties`` order instead (and the same schema without the union takes any order)."""
+    def action(kind: str) -> dict:  # (the descriptions make each branch's email a rule of its own)
+        return {"type": "object", "required": ["type"],
+                "properties": {"type": {"enum": [kind]}, "email": {"type": "string", "description": kind}, "id": {"type": "integer"}}}  # fmt: skip
+
+    schema = {"oneOf": [action("add"), action("remove")]}
+    m = masker_for(json.dumps(schema))
+    assert accepts(m, '{"type": "add", "email": "x", "id": 1}') and accepts(m, '{"type": "remove", "id": 1}')
+    assert not accepts(m, '{"email": "x", "type": "add"}') and not accepts(m, '{"type": "move"}')
+    assert accepts(masker_for(json.dumps(action("add"))), '{"email": "x", "type": "add"}')
+
+
+@pytest.mark.parametrize("required", [[], ["b"], ["a", "c"], ["a", "b", "c"]])
+@pytest.mark.parametrize("extra", [None, False, {"type": "integer"}])
+def test_small_objects_take_any_order(required, extra) -> None:
+    """At most three named members: every order of every subset, with and without members the
+    schema does not name (after the named ones), against jsonschema; an unnamed member before a
+    named one is outside the form."""
+    import itertools
+
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in "abc"}, "required": required}
+    if extra is not None:
+        schema["additionalProperties"] = extra
+    m = masker_for(json.dumps(schema))
+    for k in range(4):
+        for names in itertools.permutations("abc", k):
+            for tail in ([], [("z", 1)], [("z", 1), ("y", "s")]):
+                inst = dict([(n, i) for i, n in enumerate(names)] + tail)
+                text = json.dumps(inst)
+                assert accepts(m, text) == oracle(schema, inst), text
+    assert not accepts(m, '{"y": 1, "a": 1, "b": 1, "c": 1, "z": 1}')
 
 
 @pytest.mark.parametrize("required", [[], ["p0"], ["p3"], ["p5"], ["p1", "p4"], [f"p{i}" for i in range(6)]])

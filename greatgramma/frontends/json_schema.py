@@ -3,8 +3,9 @@ instances in the canonical form.
 
 The canonical form (what every engine generates, and what MaskBench serializes):
 
-* object members in the order of ``properties`` (each optional one may be left out), then the
-  members the schema does not name (when additional properties are allowed), in any order;
+* object members in the order of ``properties`` (each optional one may be left out; at most
+  ``ANY_ORDER`` of them in any order, where the caller asks: ``Grammar.from_json_schema``), then
+  the members the schema does not name (when additional properties are allowed), in any order;
 * strings that the schema fixes (property names, ``enum``/``const``) in any JSON spelling;
   numbers that it fixes (``enum``/``const``) as ``json.dumps`` writes them; integers without a
   fraction or exponent (``1``, not ``1.0``); non-integer numbers between bounds other than 0 with
@@ -43,15 +44,18 @@ TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
 SKIP_BLOCK = 2  # optional object members one rule may skip at once (see object_rules)
+ANY_ORDER = 3  # objects with at most this many named members take them in any order (see any_order_rules, Grammar.from_json_schema)
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
 NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
 
 def json_schema_to_lark(
-    schema: dict | bool | str, *, whitespace: str | int = "json", additional_properties: bool = True, max_repeat: int = MAX_REPEAT
+    schema: dict | bool | str, *, whitespace: str | int = "json", additional_properties: bool = True,
+    max_repeat: int = MAX_REPEAT, any_order: int = ANY_ORDER,
 ) -> str:
-    """The Lark grammar text of ``schema`` (a dict, a bool or JSON text); see the module docstring."""
+    """The Lark grammar text of ``schema`` (a dict, a bool or JSON text); see the module docstring.
+    Objects with at most ``any_order`` named members take them in any order (0: none does)."""
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
@@ -61,12 +65,13 @@ def json_schema_to_lark(
         raise SchemaError("#", "", f"a schema is an object or a boolean, not {type(schema).__name__}")
     if whitespace not in ("json", "compact") and not (isinstance(whitespace, int) and whitespace >= 0):
         raise ValueError(f'whitespace must be "json", "compact" or a non-negative int, not {whitespace!r}')
-    return _Walker(schema, whitespace, additional_properties, max_repeat).grammar()
+    return _Walker(schema, whitespace, additional_properties, max_repeat, any_order).grammar()
 
 
 class _Walker:
-    def __init__(self, root, whitespace, additional_properties: bool, max_repeat: int):
+    def __init__(self, root, whitespace, additional_properties: bool, max_repeat: int, any_order: int):
         self.root = root
+        self.any_order = any_order
         self.terms = Terminals(whitespace=whitespace)
         self.allow_additional = additional_properties
         self.max_repeat = max_repeat
@@ -457,7 +462,8 @@ class _Walker:
             raise SchemaError(ptr, "minProperties", "only minProperties up to the number of required properties (or 1) is supported")
         if hi is not None and (addl is not None or hi < len(members)):
             raise SchemaError(ptr, "maxProperties", "only maxProperties that the properties already imply is supported")
-        return self.object_rules(members, addl, allow_empty=(n_req == 0 and lo == 0), branches=branches)
+        rules = self.any_order_rules if 2 <= len(members) <= self.any_order else self.object_rules
+        return rules(members, addl, allow_empty=(n_req == 0 and lo == 0), branches=branches)
 
     def member_value(self, sub, ptr: str) -> str | None:
         """The value rule of a member that may be left out (None: no value is valid, so it never appears)."""
@@ -610,6 +616,38 @@ class _Walker:
         if allow_empty:
             out.append(t.empty("object"))
         return " | ".join(out) if out else ""
+
+    def any_order_rules(self, members, addl, allow_empty: bool, branches) -> str:
+        """``{`` the named members in any order, each at most once, then the additional ones ``}``:
+        one rule per set S of members written, ``rest(S)``: a comma and a member not in S, or
+        (once some set in ``branches`` lies in S) the additional members or the end. 2**n rules,
+        so only for small objects; each alternative after a comma begins with its own key
+        terminal, so LALR(1) meets no conflict."""
+        t = self.terms
+        comma = t.punct("COMMA")
+        n = len(members)
+        tail = f"({comma} {addl})*" if addl else ""
+        rests: dict[frozenset, str] = {}
+
+        def complete(written: frozenset) -> bool:
+            return any(b <= written for b in branches)
+
+        def rest(written: frozenset) -> str:
+            if written not in rests:
+                alts = [f"{comma} {members[j][0]} {rest(written | {j})}".strip() for j in range(n) if j not in written]
+                if complete(written):
+                    alts += [f"{comma} {addl} {tail}"] if addl else []
+                    alts.append("")  # the object may end here
+                rests[written] = self.rule(alts) if alts != [""] else ""
+            return rests[written]
+
+        body = [f"{members[j][0]} {rest(frozenset([j]))}".strip() for j in range(n)]
+        if addl and complete(frozenset()):
+            body.append(f"{addl} {tail}")
+        out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"]
+        if allow_empty:
+            out.append(t.empty("object"))
+        return " | ".join(out)
 
     def constants(self, schema, ptr: str) -> list[str]:
         values = [schema["const"]] if "const" in schema else schema["enum"]
