@@ -131,21 +131,21 @@ class Grammar:
         outside LALR(1) (objects of a union told apart by a member's value: the parser would
         have to see that member first); then every object keeps the order of ``properties``.
         """
-        from .frontends import json_schema_to_lark
+        from .frontends.json_schema import ANY_ORDER, json_schema_to_lark
 
-        def build(any_order: int | None = None) -> Grammar:
-            options = {} if any_order is None else {"any_order": any_order}
+        def build(any_order: int) -> Grammar:
             text = json_schema_to_lark(
-                schema, whitespace=whitespace, additional_properties=additional_properties, max_repeat=max_repeat, **options
+                schema, whitespace=whitespace, additional_properties=additional_properties, max_repeat=max_repeat,
+                any_order=any_order,
             )
             return cls(text, source="<json schema>", strict=True)
 
         try:
-            return build()
+            return build(ANY_ORDER)
         except GrammarError as exc:
             if exc.kind != "conflict":
                 raise
-            return build(any_order=0)
+            return build(0)
 
     @classmethod
     def from_regex(cls, pattern: str) -> Grammar:

@@ -207,9 +207,9 @@ def test_bad_options() -> None:
 
 
 def test_stacks_sent_as_the_frames_the_worker_lacks() -> None:
-    """A stack travels as its deepest frame the worker holds and the states pushed since; frames
-    the caller's stacks share are shared in the worker; a worker that missed frames refuses the
-    next message; a cleared pair starts over."""
+    """A stack travels as its deepest frame the worker holds and the states pushed since; equal
+    stacks share frames in the worker; a worker that missed frames refuses the next message; a
+    cleared pair starts over."""
     sent, held = _SentFrames(), _Frames()
     a = frames_of((0, 5, 7, 9))
     b = Frame(11, a.parent)  # (0, 5, 7, 11): shares three frames with a
@@ -219,6 +219,8 @@ def test_stacks_sent_as_the_frames_the_worker_lacks() -> None:
     c = Frame(3, Frame(2, b))  # the next step: two pushes on b, and only they travel
     got_c = held.loads(sent.dumps(("masks", [c])))[1][0]
     assert len(sent) == 7 and got_c.parent.parent is got_b and got_c == c
+    twin = frames_of((0, 5, 7, 11, 2, 3))  # equal to c, but none of c's frames: the same frames there
+    assert held.loads(sent.dumps(("masks", [twin])))[1][0] is got_c
     sent.dumps(("masks", [Frame(4, c)]))  # never reaches the worker
     with pytest.raises(gg.GreatGrammaError, match="out of order"):
         held.loads(sent.dumps(("masks", [Frame(5, c)])))

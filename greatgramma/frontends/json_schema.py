@@ -3,9 +3,10 @@ instances in the canonical form.
 
 The canonical form (what every engine generates, and what MaskBench serializes):
 
-* object members in the order of ``properties`` (each optional one may be left out; at most
-  ``ANY_ORDER`` of them in any order, where the caller asks: ``Grammar.from_json_schema``), then
-  the members the schema does not name (when additional properties are allowed), in any order;
+* object members in the order of ``properties`` (each optional one may be left out; an object
+  of at most ``ANY_ORDER`` named members takes them in any order, unless ``any_order=0``, which
+  ``Grammar.from_json_schema`` asks for where that order is not LALR(1)), then the members the
+  schema does not name (when additional properties are allowed), in any order;
 * strings that the schema fixes (property names, ``enum``/``const``) in any JSON spelling;
   numbers that it fixes (``enum``/``const``) as ``json.dumps`` writes them; integers without a
   fraction or exponent (``1``, not ``1.0``); non-integer numbers between bounds other than 0 with
@@ -44,7 +45,7 @@ TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
 SKIP_BLOCK = 2  # optional object members one rule may skip at once (see object_rules)
-ANY_ORDER = 3  # objects with at most this many named members take them in any order (see any_order_rules, Grammar.from_json_schema)
+ANY_ORDER = 3  # objects of at most this many named members take them in any order (see any_order_rules)
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
 NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
 _ANY: dict = {}  # every schema that allows anything shares one rule
@@ -621,8 +622,9 @@ class _Walker:
         """``{`` the named members in any order, each at most once, then the additional ones ``}``:
         one rule per set S of members written, ``rest(S)``: a comma and a member not in S, or
         (once some set in ``branches`` lies in S) the additional members or the end. 2**n rules,
-        so only for small objects; each alternative after a comma begins with its own key
-        terminal, so LALR(1) meets no conflict."""
+        so only for small objects. In one object each alternative after a comma begins with its
+        own key terminal; objects of a union told apart by a member's value still conflict
+        (``Grammar.from_json_schema`` then asks for the ``properties`` order)."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)

@@ -281,7 +281,14 @@ class _Worker:
             if len(self._sent) > FRAMES_KEPT:
                 self._sent.clear()
                 self._conn.send(("frames",))  # the worker forgets its frames too, before the next jobs
-            self._conn.send_bytes(self._sent.dumps(("masks", jobs)))
+            data = self._sent.dumps(("masks", jobs))  # notes the frames as sent: they must arrive
+            try:
+                self._conn.send_bytes(data)
+            except (OSError, EOFError):
+                raise
+            except BaseException:
+                self._kill()  # interrupted: the worker may lack frames the next message names
+                raise
             return True
         except (OSError, EOFError):
             self._lost()
@@ -453,16 +460,19 @@ class _SentFrames:
 
 
 class _Frames:
-    """The worker's side: its frames by number, built as :class:`_SentFrames` sends them, so two
-    rows that share frames in the caller share them here, and the reductions memoized on them
-    (:meth:`~greatgramma.parser.LalrParser.feed`) and the mask caches keyed by them serve the
-    next steps as they do in the caller."""
+    """The worker's side: its frames by number, built as :class:`_SentFrames` sends them and
+    hash-consed (a state pushed on a frame is one frame here, whichever caller frame it stands
+    for), so rows whose stacks begin alike share frames, and the reductions memoized on them
+    (:meth:`~greatgramma.parser.LalrParser.feed`) and the mask caches keyed by them serve every
+    such row and the next steps."""
 
     def __init__(self) -> None:
         self._by_number: list[Frame] = []
+        self._made: dict[tuple[int, int], Frame] = {}  # (id of the parent frame, state) -> frame
 
     def clear(self) -> None:
         self._by_number.clear()
+        self._made.clear()
 
     def loads(self, data: bytes) -> Any:
         unpickler = pickle.Unpickler(io.BytesIO(data))
@@ -475,8 +485,13 @@ class _Frames:
         frame = None if base < 0 else by_number[base]
         if first != len(by_number) and states:
             raise GreatGrammaError(f"mask worker: frame {first} sent out of order (it holds {len(by_number)})")
+        made = self._made
         for state in states:
-            frame = Frame(state, frame)
+            key = (id(frame), state)  # the parent is alive: its children here point to it
+            child = made.get(key)
+            if child is None:
+                child = made[key] = Frame(state, frame)
+            frame = child
             by_number.append(frame)
         return frame
 
