@@ -87,6 +87,9 @@ class BlockTable:
     def __getitem__(self, key: tuple) -> Block:
         return self._blocks[key]
 
+    def get(self, key: tuple) -> Block | None:
+        return self._blocks.get(key)
+
     def _entered_subtrees(self) -> list[tuple[int, int, int, int]]:
         """(first byte, first string, end string, DFA state after the byte) for every subtree some
         lexer state enters. With an indenter, only states without a pending newline column: the

@@ -97,15 +97,17 @@ class LexerViews:
         if x >= lexer.num_states:  # a first byte that kills the lexeme backs up to x's fallback
             fallback[:-1] = np.repeat((delta == DEAD) & (accept_next == DEAD), counts)
         if q != 0:
-            live = [(b, lo, hi, int(delta[b])) for b, lo, hi in td.trie.root_children if delta[b] != DEAD]
-            blocks.new_blocks([item for item in live if (item[0], item[3]) not in blocks])
+            get, to = blocks.get, delta.tolist()  # (plain ints: numpy scalars cost more per byte)
+            live = [(b, lo, hi, to[b]) for b, lo, hi in td.trie.root_children if to[b] != DEAD]
+            blocks.new_blocks([item for item in live if get((item[0], item[3])) is None])
             keys = [(b, st) for b, _, _, st in live]
             if x < lexer.num_states:  # no fallback of its own: held blocks depend on accept_next only
-                keys = [k if blocks[k].code is not None else (*k, int(accept_next[k[0]])) for k in keys]
-                blocks.resolved_blocks([(it, k) for it, k in zip(live, keys) if k not in blocks])
+                before = accept_next.tolist()
+                keys = [k if get(k).code is not None else (*k, before[k[0]]) for k in keys]
+                blocks.resolved_blocks([(it, k) for it, k in zip(live, keys) if get(k) is None])
             held = []
             for (b, lo, hi, st), key in zip(live, keys):
-                blk = blocks[key]
+                blk = get(key)
                 if blk.code is None:
                     held.append((b, st))
                     continue
