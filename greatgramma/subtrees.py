@@ -199,7 +199,7 @@ class SubtreeWalks:
     def _fill_base_subtrees(self, pairs: list[tuple[int, int]]) -> None:
         if not pairs:
             return
-        span = {b: (lo, hi) for b, lo, hi in self.trie.root_children}
+        span = self.trie.root_span
         lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
         state = np.array([q for _, q in pairs], dtype=np.int64)
         held = self.base_dfa()[2][state]  # the lexeme keeps whatever fallback it entered with
@@ -272,7 +272,7 @@ class SubtreeWalks:
         first = np.where(kind >= 0, term(kind, where), kind)
         first[kind == END_LA] = END
         rest = rest.copy()
-        e = np.nonzero(np.isin(kind, (END, END_HELD, END_LA)))[0]
+        e = np.flatnonzero((kind == END) | (kind == END_HELD) | (kind == END_LA))  # (np.isin sorts: slower)
         if len(e) and cols is not None:
             rest[e] = cols.state_of[rest[e], col(where[e], e)]
         inside = np.nonzero(kind == END_LA)[0]

@@ -127,6 +127,11 @@ class TokenTrie:
         ends = np.append(starts[1:], len(self))
         return [(int(self.matrix[lo, 0]), int(lo), int(hi)) for lo, hi in zip(starts.tolist(), ends.tolist())]
 
+    @cached_property
+    def root_span(self) -> dict[int, tuple[int, int]]:
+        """First byte -> (first string, end string) of its child of the root (derived, computed once)."""
+        return {b: (lo, hi) for b, lo, hi in self.root_children}
+
 
 _TRIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Vocabulary -> its TokenTrie
 _TRIES_LOCK = threading.Lock()
