@@ -84,3 +84,20 @@ def test_json_char_spells_every_member(c: int, lo: int, width: int) -> None:
     text = json.dumps(chr(c), ensure_ascii=False)[1:-1]  # the one canonical spelling
     assert bool(pattern.fullmatch(text)) == inside, (hex(c), ranges, text)
     assert chr(c) == "/" or not pattern.fullmatch(json.dumps(chr(c))[1:-1]) or json.dumps(chr(c)) == json.dumps(chr(c), ensure_ascii=False)
+
+
+@pytest.mark.parametrize("pattern", ["[--x]", "[a-z--]", "[!--]", "[a&&b]", "[a~~b||c]", "[x-]", "[-x]", "[a-c-e]",
+                                     "^[[a-z]*[-]?[a-z]*]*$", "[^--a]", "[+--]", "[a-z0-9_-]{7,}"])
+def test_class_operators_of_python_are_literals(pattern: str) -> None:
+    """'--', '&&', '~~', '||' in a class are literal in ECMA-262 (as Python reads them today, with a
+    FutureWarning): the translation escapes them, so no warning, and the same characters match."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        translated = re.compile(rx.ecma_to_python(pattern))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        plain = re.compile(pattern)
+    for c in range(0x80):
+        assert bool(translated.search(chr(c))) == bool(plain.search(chr(c))), (pattern, chr(c))

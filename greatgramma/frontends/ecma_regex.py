@@ -135,8 +135,12 @@ _ECMA_SIMPLE = {"t": r"\t", "n": r"\n", "r": r"\r", "f": r"\x0c", "v": r"\x0b", 
 def ecma_to_python(pattern: str) -> str:
     """ECMA-262 regex syntax -> Python syntax with the same meaning on code points."""
     out, i, in_class, n = [], 0, False, len(pattern)
+    # inside a class: whether the last atom may start a range, and whether a range's '-' was just read
+    may_start, in_range = False, False
     while i < n:
         c = pattern[i]
+        if in_class and c not in "-]":  # an atom (an escape too): a range's end, or one that may start one
+            may_start, in_range = not in_range, False
         if c == "\\":
             if i + 1 >= n:
                 raise RegexError(f"pattern {pattern!r} ends with a lone backslash", kind="regex")
@@ -179,10 +183,17 @@ def ecma_to_python(pattern: str) -> str:
                 in_class = False
             elif c == "[":
                 c = "\\["  # a literal [ inside a class (Python would warn about nested sets)
+            elif c in "&~|":
+                c = "\\" + c  # literal in both; doubled, Python would warn about set operations
+            elif c == "-":
+                if may_start and not in_range and pattern[i + 1 : i + 2] not in ("", "]"):
+                    in_range = True  # a range's '-'
+                else:  # a literal '-': escaped, as Python warns about '--' (set difference) there
+                    c, may_start, in_range = "\\-", not in_range, False
         elif c == "[":
             if pattern.startswith(("[]", "[^]"), i):
                 raise RegexError(f"pattern {pattern!r}: the empty class [] / [^] is not supported", kind="regex")
-            in_class = True
+            in_class, may_start, in_range = True, False, False
             out.append(c)
             i += 1
             if i < n and pattern[i] == "^":
