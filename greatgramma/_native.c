@@ -54,13 +54,129 @@ static void release(Buf *bufs, int n) {
 
 #define LEN(buf) ((buf).b.len / (buf).b.itemsize)
 
+/* One string's outcome in a walk (the fields of walk's outputs). */
+typedef struct {
+    int8_t code;
+    int64_t term, at, la_off, la_term, where, la_where;
+} Outcome;
+
+/* The tables a walk reads and its per-depth stack: before byte d, the DFA state, where the lexeme
+ * last could end (-1: the entry fallback is still held, -2: nowhere) and as which terminal, the
+ * column there and at that end. */
+typedef struct {
+    const int32_t *delta, *accept_next, *lcp;
+    const uint8_t *risky, *flat;
+    const int64_t *offsets;
+    int64_t tab;
+    int64_t *st, *off, *lt, *col, *lcol;
+} Walker;
+
+#define NEWLINE_SEEN ((int64_t)1 << 40)
+
+/* The strings [lo, hi) of one subtree from DFA state0 after their first byte (entry fallback
+ * la_off0), each string's outcome handed to emit(ctx, string, outcome) in order; a string that
+ * dies at the same byte as the one before reuses its walk. */
+static inline void walk_range(const Walker *w, int64_t lo, int64_t hi, int64_t state0, int64_t la_off0,
+                              void (*emit)(void *, int64_t, const Outcome *), void *ctx) {
+    int64_t *st = w->st, *off = w->off, *lt = w->lt, *col = w->col, *lcol = w->lcol;
+    int64_t valid = 0; /* stack entries 1..valid hold the previous string's walk */
+    int64_t died = -1; /* the byte the previous string died at (-1: it did not) */
+    Outcome last = {W_DROP, DEAD, 0, -2, DEAD, 0, 0}, res;
+    st[1] = state0, off[1] = la_off0, lt[1] = DEAD, col[1] = 0, lcol[1] = 0;
+    for (int64_t s = lo; s < hi; s++) {
+        int64_t len = w->offsets[s + 1] - w->offsets[s];
+        const uint8_t *bytes = w->flat + w->offsets[s];
+        if (len == 1) {
+            res = (Outcome){W_ONE, DEAD, 0, -2, DEAD, 0, 0};
+            valid = 1, died = -1;
+            emit(ctx, s, &res);
+            continue;
+        }
+        int64_t shared = s == lo ? 1 : w->lcp[s];
+        if (died >= 1 && died < shared) { /* dies at the same byte as the one before */
+            emit(ctx, s, &last);
+            continue;
+        }
+        int64_t d = shared < valid ? shared : valid;
+        if (d < 1) d = 1;
+        died = -1;
+        for (; d < len; d++) {
+            int64_t q = st[d], c = bytes[d];
+            int32_t nxt = w->delta[q * 256 + c], here = w->accept_next[q * 256 + c];
+            if (nxt == DEAD) {
+                last = (Outcome){W_DROP, DEAD, 0, -2, DEAD, 0, 0};
+                if (here != DEAD) last.code = W_BREAK, last.term = here, last.at = d, last.where = col[d];
+                else if (off[d] >= 0) last.code = W_BREAK, last.term = lt[d], last.at = off[d], last.where = lcol[d];
+                else if (off[d] == -1) last.code = W_FALLBACK;
+                died = d;
+                break;
+            }
+            int64_t o2 = here != DEAD ? d : off[d];
+            st[d + 1] = nxt, off[d + 1] = w->risky[nxt] ? o2 : -2, lt[d + 1] = here != DEAD ? here : lt[d];
+            lcol[d + 1] = here != DEAD ? col[d] : lcol[d];
+            col[d + 1] = c == 10 ? NEWLINE_SEEN : col[d] + (c == 32) + (c == 9 ? w->tab : 0);
+        }
+        if (died >= 0) {
+            valid = died;
+            emit(ctx, s, &last);
+        } else {
+            valid = len;
+            res = (Outcome){W_END, DEAD, st[len], off[len], lt[len], col[len], lcol[len]};
+            emit(ctx, s, &res);
+        }
+    }
+}
+
+/* Checks the ranges of walk and walk_kept against the strings; their total size (-1: raised). */
+static Py_ssize_t check_ranges(const char *name, const int64_t *offsets, Py_ssize_t strings, const int64_t *lo,
+                               const int64_t *hi, Py_ssize_t pairs, Py_ssize_t *width) {
+    Py_ssize_t total = 0;
+    *width = 0;
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        if (lo[p] < 0 || hi[p] > strings || lo[p] > hi[p]) {
+            PyErr_Format(PyExc_ValueError, "%s: pair %zd: string range [%lld, %lld) outside 0..%zd", name, p,
+                         (long long)lo[p], (long long)hi[p], strings);
+            return -1;
+        }
+        total += hi[p] - lo[p];
+        for (int64_t s = lo[p]; s < hi[p]; s++)
+            if (offsets[s + 1] - offsets[s] > *width) *width = offsets[s + 1] - offsets[s];
+    }
+    return total;
+}
+
+/* A walker over the tables; its stack holds strings up to width bytes (NULL: out of memory, raised). */
+static int64_t *walker_init(Walker *w, const Buf *b, int64_t tab, Py_ssize_t width) {
+    int64_t *st = PyMem_Malloc(sizeof(int64_t) * 5 * (width + 2));
+    if (!st) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *w = (Walker){b[0].b.buf, b[1].b.buf, b[5].b.buf, b[2].b.buf, b[3].b.buf, b[4].b.buf, tab, st,
+                  st + (width + 2), st + 2 * (width + 2), st + 3 * (width + 2), st + 4 * (width + 2)};
+    return st;
+}
+
+typedef struct {
+    int8_t *code;
+    int64_t *term, *at, *la_off, *la_term, *where, *la_where;
+    Py_ssize_t out;
+} AllOut;
+
+static void emit_all(void *ctx, int64_t s, const Outcome *o) {
+    AllOut *a = ctx;
+    Py_ssize_t i = a->out++;
+    a->code[i] = o->code, a->term[i] = o->term, a->at[i] = o->at, a->where[i] = o->where;
+    int end = o->code == W_END;
+    a->la_off[i] = end ? o->la_off : -2, a->la_term[i] = end ? o->la_term : DEAD, a->la_where[i] = end ? o->la_where : 0;
+}
+
 /* walk(delta i32[Q*256], accept_next i32[Q*256], risky u8[Q], flat u8[], offsets i64[S+1],
  *      lcp i32[S], lo i64[P], hi i64[P], state i64[P], la_off i64[P], tab,
  *      code i8[T], term i64[T], at i64[T], la_off_out i64[T], la_term_out i64[T], where i64[T], la_where i64[T])
  * with T = sum(hi - lo): per string of each pair's range [lo, hi) in turn, its outcome; where /
  * la_where: the column where the first lexeme (or the string) / the last possible end is
  * (NEWLINE_SEEN + blanks since a newline in the string, or blanks since byte 1; a tab counts tab). */
-#define NEWLINE_SEEN ((int64_t)1 << 40)
 #define WALK_ARGS 17
 static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *o[WALK_ARGS];
@@ -79,98 +195,212 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             release(b, WALK_ARGS);
             return NULL;
         }
-    const int32_t *delta = b[0].b.buf, *accept_next = b[1].b.buf, *lcp = b[5].b.buf;
-    const uint8_t *risky = b[2].b.buf, *flat = b[3].b.buf;
     const int64_t *offsets = b[4].b.buf, *lo = b[6].b.buf, *hi = b[7].b.buf, *state0 = b[8].b.buf,
                   *la_off0 = b[9].b.buf;
-    int8_t *code = b[10].b.buf;
-    int64_t *term = b[11].b.buf, *at = b[12].b.buf, *la_off_out = b[13].b.buf, *la_term_out = b[14].b.buf,
-            *where = b[15].b.buf, *la_where = b[16].b.buf;
-    Py_ssize_t pairs = LEN(b[6]), total = 0, strings = LEN(b[4]) - 1, width = 0;
+    Py_ssize_t pairs = LEN(b[6]), strings = LEN(b[4]) - 1, width;
     if (LEN(b[7]) != pairs || LEN(b[8]) != pairs || LEN(b[9]) != pairs || LEN(b[5]) < strings) {
         release(b, WALK_ARGS);
         return PyErr_Format(PyExc_ValueError, "walk: array lengths disagree");
     }
-    for (Py_ssize_t p = 0; p < pairs; p++) {
-        if (lo[p] < 0 || hi[p] > strings || lo[p] > hi[p]) {
-            release(b, WALK_ARGS);
-            return PyErr_Format(PyExc_ValueError, "walk: pair %zd: string range [%lld, %lld) outside 0..%zd", p,
-                                (long long)lo[p], (long long)hi[p], strings);
-        }
-        total += hi[p] - lo[p];
-        for (int64_t s = lo[p]; s < hi[p]; s++)
-            if (offsets[s + 1] - offsets[s] > width) width = offsets[s + 1] - offsets[s];
-    }
-    for (int i = 10; i < WALK_ARGS; i++)
+    Py_ssize_t total = check_ranges("walk", offsets, strings, lo, hi, pairs, &width);
+    for (int i = 10; total >= 0 && i < WALK_ARGS; i++)
         if (LEN(b[i]) < total) {
-            release(b, WALK_ARGS);
-            return PyErr_Format(PyExc_ValueError, "walk: %s holds fewer than %zd entries", names[i], total);
+            PyErr_Format(PyExc_ValueError, "walk: %s holds fewer than %zd entries", names[i], total);
+            total = -1;
         }
-    /* per depth d, before byte d: the DFA state, where the lexeme last could end (-1: the entry
-     * fallback is still held, -2: nowhere) and as which terminal, the column there and at that end */
-    int64_t *st = PyMem_Malloc(sizeof(int64_t) * 5 * (width + 2));
-    if (!st) {
+    Walker w;
+    int64_t *stack = total < 0 ? NULL : walker_init(&w, b, tab, width);
+    if (!stack) {
         release(b, WALK_ARGS);
-        return PyErr_NoMemory();
+        return NULL;
     }
-    int64_t *off = st + (width + 2), *lt = off + (width + 2), *col = lt + (width + 2), *lcol = col + (width + 2);
+    AllOut a = {b[10].b.buf, b[11].b.buf, b[12].b.buf, b[13].b.buf, b[14].b.buf, b[15].b.buf, b[16].b.buf, 0};
     Py_BEGIN_ALLOW_THREADS
-    Py_ssize_t out = 0;
-    for (Py_ssize_t p = 0; p < pairs; p++) {
-        int64_t valid = 0; /* stack entries 1..valid hold the previous string's walk */
-        int64_t died = -1; /* the byte the previous string died at (-1: it did not) */
-        int8_t last_code = W_DROP;
-        int64_t last_term = DEAD, last_at = 0, last_where = 0;
-        st[1] = state0[p], off[1] = la_off0[p], lt[1] = DEAD, col[1] = 0, lcol[1] = 0;
-        for (int64_t s = lo[p]; s < hi[p]; s++, out++) {
-            int64_t len = offsets[s + 1] - offsets[s];
-            const uint8_t *bytes = flat + offsets[s];
-            la_off_out[out] = -2, la_term_out[out] = DEAD, term[out] = DEAD, at[out] = 0;
-            where[out] = 0, la_where[out] = 0;
-            if (len == 1) {
-                code[out] = W_ONE;
-                valid = 1, died = -1;
-                continue;
-            }
-            int64_t shared = s == lo[p] ? 1 : lcp[s];
-            if (died >= 1 && died < shared) { /* dies at the same byte as the one before */
-                code[out] = last_code, term[out] = last_term, at[out] = last_at, where[out] = last_where;
-                continue;
-            }
-            int64_t d = shared < valid ? shared : valid;
-            if (d < 1) d = 1;
-            died = -1;
-            for (; d < len; d++) {
-                int64_t q = st[d], c = bytes[d];
-                int32_t nxt = delta[q * 256 + c], here = accept_next[q * 256 + c];
-                if (nxt == DEAD) {
-                    last_term = DEAD, last_at = 0, last_where = 0;
-                    if (here != DEAD) last_code = W_BREAK, last_term = here, last_at = d, last_where = col[d];
-                    else if (off[d] >= 0) last_code = W_BREAK, last_term = lt[d], last_at = off[d], last_where = lcol[d];
-                    else if (off[d] == -1) last_code = W_FALLBACK;
-                    else last_code = W_DROP;
-                    died = d;
-                    break;
-                }
-                int64_t o2 = here != DEAD ? d : off[d];
-                st[d + 1] = nxt, off[d + 1] = risky[nxt] ? o2 : -2, lt[d + 1] = here != DEAD ? here : lt[d];
-                lcol[d + 1] = here != DEAD ? col[d] : lcol[d];
-                col[d + 1] = c == 10 ? NEWLINE_SEEN : col[d] + (c == 32) + (c == 9 ? tab : 0);
-            }
-            if (died >= 0) {
-                valid = died;
-                code[out] = last_code, term[out] = last_term, at[out] = last_at, where[out] = last_where;
-            } else {
-                valid = len;
-                code[out] = W_END, at[out] = st[len], la_off_out[out] = off[len], la_term_out[out] = lt[len];
-                where[out] = col[len], la_where[out] = lcol[len];
-            }
-        }
-    }
+    for (Py_ssize_t p = 0; p < pairs; p++) walk_range(&w, lo[p], hi[p], state0[p], la_off0[p], emit_all, &a);
     Py_END_ALLOW_THREADS
-    PyMem_Free(st);
+    PyMem_Free(stack);
     release(b, WALK_ARGS);
     Py_RETURN_NONE;
+}
+
+#define UNKNOWN (-7)
+#define NO_TERM (-3)
+#define FALLBACK (-4)
+#define END_HELD (-5)
+
+typedef struct {
+    const int32_t *suffix;
+    const uint8_t *ignored;
+    const int64_t *offsets;
+    Py_ssize_t nterms;
+    int64_t state0, held, origin;
+    int64_t *strings, *first, *rest, *orig, *fix_at, *fix_off, *fix_term, *unknown;
+    Py_ssize_t kept, fixes, unknowns, bad;
+} KeptOut;
+
+static void emit_kept(void *ctx, int64_t s, const Outcome *o) {
+    KeptOut *k = ctx;
+    int64_t first, rest;
+    switch (o->code) {
+    case W_ONE:
+        first = k->held ? END_HELD : END, rest = k->state0;
+        break;
+    case W_FALLBACK:
+        first = FALLBACK, rest = 0;
+        break;
+    case W_BREAK: {
+        int64_t pos = k->offsets[s] + o->at;
+        rest = k->suffix[pos];
+        if (rest == DEAD) return;
+        if (rest == UNKNOWN) k->unknown[k->unknowns++] = k->kept, rest = pos;
+        if (o->term < 0 || o->term >= k->nterms) {
+            k->bad = 1;
+            return;
+        }
+        first = k->ignored[o->term] ? NO_TERM : o->term;
+        break;
+    }
+    case W_END:
+        first = o->la_off == -1 ? END_HELD : END, rest = o->at;
+        if (o->la_off >= 0)
+            k->fix_at[k->fixes] = k->kept, k->fix_off[k->fixes] = o->la_off, k->fix_term[k->fixes++] = o->la_term;
+        break;
+    default: /* W_DROP */
+        return;
+    }
+    Py_ssize_t i = k->kept++;
+    k->strings[i] = s, k->first[i] = first, k->rest[i] = rest, k->orig[i] = k->origin;
+}
+
+/* walk_kept(delta, accept_next, risky, flat, offsets, lcp, lo, hi, state, la_off (as walk, no
+ *           columns), suffix i32[N], ignored u8[terms],
+ *           strings i64[T], first i64[T], rest i64[T], origin i64[T], fix_at i64[T], fix_off i64[T],
+ *           fix_term i64[T], unknown i64[T]) -> (kept, fixes, unknowns)
+ * walk's outcomes as subtree results (SubtreeWalks' Walk, for a lexer without columns), the
+ * strings that are dead left out: the first `kept` entries of strings/first/rest/origin (the
+ * pair's index). A break's rest is the suffix row where it starts; `fixes` ends that hold a
+ * fallback inside the string (first END, rest the DFA state) are listed for the caller to turn
+ * into extended states (index into the kept entries, offset, terminal); so are the `unknowns`
+ * breaks whose suffix row is not computed yet (index; their rest is the flat position instead). */
+#define KEPT_ARGS 20
+static PyObject *walk_kept(PyObject *self, PyObject *args) {
+    PyObject *o[KEPT_ARGS];
+    if (!PyArg_UnpackTuple(args, "walk_kept", KEPT_ARGS, KEPT_ARGS, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                           &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17],
+                           &o[18], &o[19]))
+        return NULL;
+    static const Py_ssize_t sizes[KEPT_ARGS] = {4, 4, 1, 1, 8, 4, 8, 8, 8, 8, 4, 1, 8, 8, 8, 8, 8, 8, 8, 8};
+    static const char *names[KEPT_ARGS] = {"delta", "accept_next", "risky", "flat", "offsets", "lcp", "lo", "hi",
+                                           "state", "la_off", "suffix", "ignored", "strings", "first", "rest",
+                                           "origin", "fix_at", "fix_off", "fix_term", "unknown"};
+    Buf b[KEPT_ARGS];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < KEPT_ARGS; i++)
+        if (take(o[i], &b[i], sizes[i], i >= 12, names[i]) < 0) {
+            release(b, KEPT_ARGS);
+            return NULL;
+        }
+    const int64_t *offsets = b[4].b.buf, *lo = b[6].b.buf, *hi = b[7].b.buf, *state0 = b[8].b.buf,
+                  *la_off0 = b[9].b.buf;
+    Py_ssize_t pairs = LEN(b[6]), strings = LEN(b[4]) - 1, width;
+    if (LEN(b[7]) != pairs || LEN(b[8]) != pairs || LEN(b[9]) != pairs || LEN(b[5]) < strings ||
+        LEN(b[10]) < offsets[strings]) {
+        release(b, KEPT_ARGS);
+        return PyErr_Format(PyExc_ValueError, "walk_kept: array lengths disagree");
+    }
+    Py_ssize_t total = check_ranges("walk_kept", offsets, strings, lo, hi, pairs, &width);
+    for (int i = 12; total >= 0 && i < KEPT_ARGS; i++)
+        if (LEN(b[i]) < total) {
+            PyErr_Format(PyExc_ValueError, "walk_kept: %s holds fewer than %zd entries", names[i], total);
+            total = -1;
+        }
+    Walker w;
+    int64_t *stack = total < 0 ? NULL : walker_init(&w, b, 0, width);
+    if (!stack) {
+        release(b, KEPT_ARGS);
+        return NULL;
+    }
+    KeptOut k = {b[10].b.buf, b[11].b.buf, offsets, LEN(b[11]), 0, 0, 0, b[12].b.buf, b[13].b.buf, b[14].b.buf,
+                 b[15].b.buf, b[16].b.buf, b[17].b.buf, b[18].b.buf, b[19].b.buf, 0, 0, 0, 0};
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        k.state0 = state0[p], k.held = la_off0[p] == -1, k.origin = p;
+        walk_range(&w, lo[p], hi[p], state0[p], la_off0[p], emit_kept, &k);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(stack);
+    release(b, KEPT_ARGS);
+    if (k.bad) return PyErr_Format(PyExc_ValueError, "walk_kept: a terminal outside the %zd of ignored", LEN(b[11]));
+    return Py_BuildValue("(nnn)", k.kept, k.fixes, k.unknowns);
+}
+
+/* block_codes(first i64[K], rest i64[K], seg i64[K], strings i64[K], base i64[nseg], width, code i32[M],
+ *             firsts u8[nseg * width], held u8[nseg], ends_seg i64[K], ends_state i64[K]) -> ends
+ * The status codes of subtree results (blocks.StatusLayout with `width` first kinds), written at
+ * code[base[seg] + string]; per segment, the first kinds met (firsts[seg * width + first - NO_TERM])
+ * and whether a result is held (FALLBACK, END_HELD); the (segment, end state) pairs met, once each,
+ * in the first `ends` entries of ends_seg/ends_state. */
+#define CODES_ARGS 10
+static PyObject *block_codes(PyObject *self, PyObject *args) {
+    PyObject *o[CODES_ARGS];
+    long long width;
+    if (!PyArg_ParseTuple(args, "OOOOOLOOOOO:block_codes", &o[0], &o[1], &o[2], &o[3], &o[4], &width, &o[5], &o[6],
+                          &o[7], &o[8], &o[9]))
+        return NULL;
+    static const Py_ssize_t sizes[CODES_ARGS] = {8, 8, 8, 8, 8, 4, 1, 1, 8, 8};
+    static const char *names[CODES_ARGS] = {"first", "rest", "seg", "strings", "base", "code", "firsts", "held",
+                                            "ends_seg", "ends_state"};
+    Buf b[CODES_ARGS];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < CODES_ARGS; i++)
+        if (take(o[i], &b[i], sizes[i], i >= 5, names[i]) < 0) {
+            release(b, CODES_ARGS);
+            return NULL;
+        }
+    const int64_t *first = b[0].b.buf, *rest = b[1].b.buf, *seg = b[2].b.buf, *strings = b[3].b.buf, *base = b[4].b.buf;
+    int32_t *code = b[5].b.buf;
+    uint8_t *firsts = b[6].b.buf, *held = b[7].b.buf;
+    int64_t *ends_seg = b[8].b.buf, *ends_state = b[9].b.buf;
+    Py_ssize_t n = LEN(b[0]), nseg = LEN(b[4]), m = LEN(b[5]), max_end = -1;
+    const char *bad = NULL;
+    if (LEN(b[1]) != n || LEN(b[2]) != n || LEN(b[3]) != n || LEN(b[8]) < n || LEN(b[9]) < n || width < 1 ||
+        LEN(b[6]) < nseg * width || LEN(b[7]) < nseg)
+        bad = "array lengths disagree";
+    for (Py_ssize_t i = 0; !bad && i < n; i++) {
+        int64_t f = first[i], at = seg[i] >= 0 && seg[i] < nseg ? base[seg[i]] + strings[i] : -1;
+        if (at < 0 || at >= m) bad = "a segment or string out of range";
+        else if (f == END && rest[i] > max_end) max_end = rest[i];
+        else if (f >= NO_TERM && f != END && (f - NO_TERM >= width || rest[i] < 0)) bad = "a first kind or row out of range";
+        else if (f == END && rest[i] < 0) bad = "an end state out of range";
+    }
+    if (bad) {
+        release(b, CODES_ARGS);
+        return PyErr_Format(PyExc_ValueError, "block_codes: %s", bad);
+    }
+    int64_t *stamp = calloc(max_end + 2, sizeof(int64_t)); /* stamp[e]: 1 + the last segment e was met in */
+    if (!stamp) {
+        release(b, CODES_ARGS);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t ends = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(firsts, 0, nseg * width), memset(held, 0, nseg);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t f = first[i], r = rest[i], sg = seg[i], c = 0;
+        if (f == END) {
+            c = 2 * r + 1;
+            if (stamp[r] != sg + 1) stamp[r] = sg + 1, ends_seg[ends] = sg, ends_state[ends++] = r;
+        } else if (f >= NO_TERM) {
+            c = 2 + 2 * (r * width + f - NO_TERM);
+            firsts[sg * width + f - NO_TERM] = 1;
+        } else if (f == FALLBACK || f == END_HELD)
+            held[sg] = 1;
+        code[base[sg] + strings[i]] = (int32_t)c;
+    }
+    Py_END_ALLOW_THREADS
+    free(stamp);
+    release(b, CODES_ARGS);
+    return PyLong_FromSsize_t(ends);
 }
 
 /* The first lexeme from the start state at flat position pos of a string ending at end: the
@@ -203,8 +433,6 @@ static int64_t first_lexeme(const int32_t *delta, const int32_t *accept_next, co
         q = nxt;
     }
 }
-
-#define UNKNOWN (-7)
 
 /* suffix_lexemes(delta i32[Q*256], accept_next i32[Q*256], risky u8[Q], flat u8[N], stop i64[N],
  *                memo i32[N], todo i64[T])
@@ -678,6 +906,8 @@ static PyObject *refine(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Walk token-trie subtrees from DFA states (see greatgramma/native.py)."},
+    {"walk_kept", walk_kept, METH_VARARGS, "Subtree walks as results, dead strings left out (see greatgramma/native.py)."},
+    {"block_codes", block_codes, METH_VARARGS, "Status codes of subtree results (see greatgramma/native.py)."},
     {"suffix_lexemes", suffix_lexemes, METH_VARARGS, "First lexemes of the suffix rows to compute (see greatgramma/native.py)."},
     {"product", product, METH_VARARGS, "The lexer DFA as a product of the terminals' DFAs (see greatgramma/native.py)."},
     {"refine", refine, METH_VARARGS, "Partition refinement of a DFA's states (see greatgramma/native.py)."},

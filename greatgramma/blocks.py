@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 import numpy as np
 
+from . import native
 from .codes import DEAD, END, NO_TERM
 from .subtrees import SubtreeWalks, is_held
 
@@ -140,32 +141,38 @@ class BlockTable:
             self._store_blocks(items, [key for _, key in entries], strings, first, rest, seg)
 
     def _store_blocks(self, items, keys, strings, first, rest, seg) -> None:
-        held = np.bincount(seg[is_held(first)], minlength=len(items)) > 0
-        code, firsts, ends = self.codes(first, rest, seg, len(items))
         lo = np.array([it[1] for it in items], dtype=np.int64)
         spans = np.array([hi - lo_ for _, lo_, hi, _ in items], dtype=np.int64)
         start = np.cumsum(spans) - spans
         buf = np.full(int(spans.sum()), self.layout.dead, dtype=np.int32)
-        buf[start[seg] + strings - lo[seg]] = code
+        firsts, ends, held = self.codes(first, rest, seg, strings, start - lo, buf)
         with self._lock:
             for i, key in enumerate(keys):
                 blk = Block(None if held[i] else buf[start[i] : start[i] + spans[i]], frozenset(firsts[i]), frozenset(ends[i]))
                 self._blocks.setdefault(key, blk)
 
-    def codes(self, first: np.ndarray, rest: np.ndarray, seg: np.ndarray, nseg: int):
-        """Status codes of walk results, and per segment the first terminals and end states among them."""
+    def codes(self, first: np.ndarray, rest: np.ndarray, seg: np.ndarray, strings: np.ndarray, base: np.ndarray,
+              out: np.ndarray) -> tuple[list[set[int]], list[set[int]], np.ndarray]:
+        """Status codes of walk results, written into ``out`` at ``base[seg] + strings``; per
+        segment, the first terminals and end states among them, and whether any is held."""
+        nseg, width = len(base), self.layout.width
+        firsts: list[set[int]] = [set() for _ in range(nseg)]
+        ends: list[set[int]] = [set() for _ in range(nseg)]
+        if native.ext is not None:
+            seen, held, end_seg, end_state = native.block_codes(first, rest, seg, strings, base, width, out)
+            for i, f in zip(*np.nonzero(seen)):
+                firsts[i].add(int(f) + NO_TERM)
+            for i, e in zip(end_seg.tolist(), end_state.tolist()):
+                ends[i].add(e)
+            return firsts, ends, held
         is_end = first == END
         is_row = (first >= NO_TERM) & ~is_end  # not dead, not backing up, not held
         lay = self.layout
-        code = np.where(is_row, lay.row_codes(first, rest), np.where(is_end, lay.end_codes(rest), lay.dead)).astype(np.int32)
-        firsts: list[set[int]] = [set() for _ in range(nseg)]
-        ends: list[set[int]] = [set() for _ in range(nseg)]
+        out[base[seg] + strings] = np.where(is_row, lay.row_codes(first, rest), np.where(is_end, lay.end_codes(rest), lay.dead))
         ends_width = int(rest.max(initial=0, where=is_end)) + 1
-        for out, kind, value, width in ((firsts, is_row, first - NO_TERM, len(self._lexer.terminals) - NO_TERM),
-                                        (ends, is_end, rest, ends_width)):
-            seen = np.zeros(nseg * width + 1, dtype=bool)  # the last slot takes the other kinds
-            seen[np.where(kind, seg * width + value, nseg * width)] = True
+        for found, kind, value, w, shift in ((firsts, is_row, first - NO_TERM, width, NO_TERM), (ends, is_end, rest, ends_width, 0)):
+            seen = np.zeros(nseg * w + 1, dtype=bool)  # the last slot takes the other kinds
+            seen[np.where(kind, seg * w + value, nseg * w)] = True
             for key in np.flatnonzero(seen[:-1]).tolist():
-                out[key // width].add(key % width)
-        firsts = [{f + NO_TERM for f in fs} for fs in firsts]
-        return code, firsts, ends
+                found[key // w].add(key % w + shift)
+        return firsts, ends, np.bincount(seg[is_held(first)], minlength=nseg) > 0

@@ -80,6 +80,49 @@ def walk(dfa: DFAArrays, flat: np.ndarray, offsets: np.ndarray, lcp: np.ndarray,
     return out
 
 
+class KeptWalk(NamedTuple):
+    """``walk``'s outcomes as subtree results (``subtrees.Walk`` and each string's pair), the dead
+    strings left out. For the caller to finish (index into the results): ``fix_*``, the ends
+    that hold a fallback inside the string (offset, terminal), to make extended states;
+    ``unknown``, the breaks whose suffix row was not computed (their rest is its flat position)."""
+
+    strings: np.ndarray
+    first: np.ndarray
+    rest: np.ndarray
+    origin: np.ndarray
+    fix_at: np.ndarray
+    fix_off: np.ndarray
+    fix_term: np.ndarray
+    unknown: np.ndarray
+
+
+def walk_kept(dfa: DFAArrays, flat: np.ndarray, offsets: np.ndarray, lcp: np.ndarray, lo: np.ndarray,
+              hi: np.ndarray, state: np.ndarray, la_off: np.ndarray, suffix: np.ndarray, ignored: np.ndarray) -> KeptWalk:
+    """As ``walk`` without columns, each break's rest read off the suffix rows (``suffix``, int32)
+    and each first terminal ``ignored`` made NO_TERM."""
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+    lo, hi = i64(lo), i64(hi)
+    out = [np.empty(int((hi - lo).sum()), np.int64) for _ in range(8)]
+    kept, fixes, unknowns = ext.walk_kept(*dfa, flat, offsets, lcp, lo, hi, i64(state), i64(la_off), suffix,
+                                          np.ascontiguousarray(ignored, dtype=np.uint8), *out)
+    return KeptWalk(*(a[:kept] for a in out[:4]), *(a[:fixes] for a in out[4:7]), out[7][:unknowns])
+
+
+def block_codes(first: np.ndarray, rest: np.ndarray, seg: np.ndarray, strings: np.ndarray, base: np.ndarray,
+                width: int, code: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The status codes of subtree results (``blocks.StatusLayout`` of ``width``), written into
+    ``code`` (int32) at ``base[seg] + strings``; returns per segment the first kinds met
+    (bool[nseg, width], index first - NO_TERM) and whether some result is held, and the
+    (segment, end state) pairs met, once each."""
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+    nseg, n = len(base), len(first)
+    firsts, held = np.empty((nseg, width), np.uint8), np.empty(nseg, np.uint8)
+    ends_seg, ends_state = np.empty(n, np.int64), np.empty(n, np.int64)
+    ends = ext.block_codes(i64(first), i64(rest), i64(seg), i64(strings), i64(base), int(width), code, firsts, held,
+                           ends_seg, ends_state)
+    return firsts.view(bool), held.view(bool), ends_seg[:ends], ends_state[:ends]
+
+
 def suffix_lexemes(dfa: DFAArrays, flat: np.ndarray, stop: np.ndarray, memo: np.ndarray,
                    todo: np.ndarray) -> tuple[np.ndarray, ...]:
     """The first lexemes from the start state at flat positions ``todo`` whose suffix row is not

@@ -203,13 +203,15 @@ class SubtreeWalks:
         lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
         state = np.array([q for _, q in pairs], dtype=np.int64)
         held = self.base_dfa()[2][state]  # the lexeme keeps whatever fallback it entered with
-        if native.ext is not None:
-            walked = self._walk_native(lo, np.array([span[b][1] for b, _ in pairs], dtype=np.int64), state, held)
-        else:
-            walked = self._walk_numpy(lo, state, held)
-        bounds = np.searchsorted(walked.origin, np.arange(len(pairs) + 1)).tolist()
         plain = self.lexer.columns is None  # then the base DFA is the lexer's: store the results as they are
-        done = self._specialise(walked, None) if plain else walked
+        hi = np.array([span[b][1] for b, _ in pairs], dtype=np.int64)
+        if native.ext is not None and plain:  # the compiled loop gives the results themselves
+            kept = self._walk_kept(lo, hi, state, held)
+            origin, done = kept.origin, Walk(*kept[:3])
+        else:
+            walked = self._walk_native(lo, hi, state, held) if native.ext is not None else self._walk_numpy(lo, state, held)
+            origin, done = walked.origin, self._specialise(walked, None) if plain else walked
+        bounds = np.searchsorted(origin, np.arange(len(pairs) + 1)).tolist()
         table = self._subtrees if plain else self._base_subtrees
         with self._lock:
             for pair, i, j in zip(pairs, bounds[:-1], bounds[1:]):
@@ -251,6 +253,24 @@ class SubtreeWalks:
         return BaseWalk(strings[keep], kind[keep], rest[keep], origin[keep], got.where[keep],
                         np.where(ends, la_off[keep], -1), np.where(ends, got.la_term[keep], DEAD),
                         np.where(ends, got.la_where[keep], 0))
+
+    def _walk_kept(self, lo: np.ndarray, hi: np.ndarray, state: np.ndarray, held: np.ndarray) -> native.KeptWalk:
+        """The subtrees' results (``Walk``, with each string's subtree), for a lexer without columns,
+        in the compiled loop: as ``_walk_native`` then ``_specialise``."""
+        trie, tr = self.trie, self.transducer
+        got = native.walk_kept(self._dfa_arrays, trie.flat_bytes, trie.offsets, trie.common_prefix, lo, hi, state,
+                               np.where(held, -1, -2), tr.suffix, self.ignored)
+        if len(got.fix_at):  # ends holding a fallback inside the string: extended states
+            at = got.fix_at
+            got.rest[at] = tr.end_states(got.rest[at], got.fix_term, got.strings[at], got.fix_off)
+        if len(got.unknown):  # suffix rows computed now; the strings whose row is dead are left out
+            at = got.unknown
+            got.rest[at] = rows = tr.rows_at(got.rest[at])
+            if (rows == DEAD).any():
+                keep = np.ones(len(got.strings), dtype=bool)
+                keep[at[rows == DEAD]] = False
+                got = got._replace(**{f: getattr(got, f)[keep] for f in ("strings", "first", "rest", "origin")})
+        return got
 
     @cached_property
     def _dfa_arrays(self) -> native.DFAArrays:

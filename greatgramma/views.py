@@ -29,6 +29,7 @@ class LexerView:
     limit: int  # 1 + the largest code (a status vector has at least these entries)
 
 
+_ZERO = np.zeros(1, dtype=np.int64)
 _NONE = -(1 << 29)  # a code part that keeps any sum with another part negative (dead); codes stay below 2**29
 
 
@@ -116,8 +117,7 @@ class LexerViews:
                 ends |= blk.end_states
             if held:
                 strings, first, rest = td.resolve(x, [(b, arrays) for (b, _), arrays in zip(held, td.subtrees(held))])
-                code, (f,), (e,) = blocks.codes(first, rest, np.zeros(len(first), dtype=np.int64), 1)
-                by_string[strings] = code
+                (f,), (e,), _ = blocks.codes(first, rest, np.zeros(len(first), dtype=np.int64), strings, _ZERO, by_string)
                 fallback[strings[first == FALLBACK]] = True
                 firsts |= f
                 ends |= e

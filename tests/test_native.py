@@ -113,13 +113,14 @@ _WIDE = "start: A | B | C\nA: /[a-z]{1,12}x/\nB: /[a-m]{2,9}y/\nC: \"abcdefghijk
 @pytest.mark.parametrize("name", ["schema", "json", "go", "python"])
 def test_walks_and_suffix_rows_agree(name: str, vocabularies, monkeypatch) -> None:
     """Every subtree any lexer state enters, walked by both loops on one transducer (so rows and
-    extended states carry the same ids), and the suffix rows at every token byte position (as
+    extended states carry the same ids; the compiled loop first, so it computes the suffix rows
+    it needs), and the suffix rows at every token byte position (as
     the terminals and end state each names: the loops intern rows in different orders)."""
     compiled = gg.compile(_grammar(name), vocabularies("llama2"))
     tr = compiled.transducer
     compiled_loops = native.ext
     tables = []
-    for loops in (None, compiled_loops):
+    for loops in (compiled_loops, None):  # compiled first: it meets the suffix rows not computed yet
         monkeypatch.setattr(native, "ext", loops)
         walks = SubtreeWalks(tr)
         walks.walk_all()
@@ -171,6 +172,16 @@ def test_bad_arguments_are_refused() -> None:
                               np.array([99]))
     with pytest.raises(TypeError, match="lcp"):
         native.walk(dfa, trie.flat_bytes, trie.offsets, trie.offsets, one, one, one, one, 0)
+    suffix, ignored = np.zeros(len(trie.flat_bytes), np.int32), np.zeros(1, bool)
+    with pytest.raises(ValueError, match="outside"):
+        native.walk_kept(dfa, trie.flat_bytes, trie.offsets, trie.common_prefix, one, np.array([5]), one, one, suffix, ignored)
+    with pytest.raises(ValueError, match="disagree"):  # suffix rows for fewer positions than the strings hold
+        native.walk_kept(dfa, trie.flat_bytes, trie.offsets, trie.common_prefix, one, one, one, one, suffix[:1], ignored)
+    code = np.zeros(4, np.int32)
+    with pytest.raises(ValueError, match="out of range"):  # string 9 past the 4 codes
+        native.block_codes(one, one, np.array([0]), np.array([9]), np.array([0]), 3, code)
+    with pytest.raises(ValueError, match="first kind"):  # terminal 5 with 3 first kinds
+        native.block_codes(np.array([5]), one, np.array([0]), one, np.array([0]), 3, code)
     i64, i32 = (lambda *x: np.array(x, dtype=np.int64)), (lambda *x: np.array(x, dtype=np.int32))
     u8 = lambda *x: np.array(x, dtype=np.uint8)  # noqa: E731
     with pytest.raises(ValueError, match="inconsistent"):  # a move to a state past the last
