@@ -334,6 +334,74 @@ static PyObject *walk_kept(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nnn)", k.kept, k.fixes, k.unknowns);
 }
 
+/* resolve_held(strings i64[K], first i64[K], rest i64[K], part i64[K], before i64[P], own, offsets i64[S+1],
+ *              suffix i32[N], ignored u8[terms], keep u8[K], unknown i64[K], holding i64[K]) -> (unknowns, holdings)
+ * Subtree results as entered by a lexer state that accepts before[part] just before the part's
+ * byte (DEAD: nothing) and has a fallback of its own (own != 0) or not, in place (see
+ * SubtreeWalks.resolve_entered): a string that dies holding the entry fallback backs up to just
+ * before itself (the terminal, then the suffix row at its start; where that row is not computed
+ * yet, its index is listed in `unknown` and its rest is the flat position), or to the state's own
+ * fallback (kept as FALLBACK), or is dropped (keep 0); one that ends holding it ends (END), and
+ * where it holds a fallback its index is listed in `holding` for the caller's extended states. */
+#define RESOLVE_BUFS 11
+static PyObject *resolve_held(PyObject *self, PyObject *args) {
+    PyObject *o[RESOLVE_BUFS];
+    int own;
+    if (!PyArg_ParseTuple(args, "OOOOOpOOOOOO:resolve_held", &o[0], &o[1], &o[2], &o[3], &o[4], &own, &o[5], &o[6],
+                          &o[7], &o[8], &o[9], &o[10]))
+        return NULL;
+    static const Py_ssize_t sizes[RESOLVE_BUFS] = {8, 8, 8, 8, 8, 8, 4, 1, 1, 8, 8};
+    static const char *names[RESOLVE_BUFS] = {"strings", "first", "rest", "part", "before", "offsets", "suffix",
+                                              "ignored", "keep", "unknown", "holding"};
+    Buf b[RESOLVE_BUFS];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < RESOLVE_BUFS; i++)
+        if (take(o[i], &b[i], sizes[i], i == 1 || i == 2 || i >= 8, names[i]) < 0) {
+            release(b, RESOLVE_BUFS);
+            return NULL;
+        }
+    const int64_t *strings = b[0].b.buf, *part = b[3].b.buf, *before = b[4].b.buf, *offsets = b[5].b.buf;
+    int64_t *first = b[1].b.buf, *rest = b[2].b.buf, *unknown = b[9].b.buf, *holding = b[10].b.buf;
+    const int32_t *suffix = b[6].b.buf;
+    const uint8_t *ignored = b[7].b.buf;
+    uint8_t *keep = b[8].b.buf;
+    Py_ssize_t n = LEN(b[0]), nparts = LEN(b[4]), nstrings = LEN(b[5]) - 1, nterms = LEN(b[7]);
+    const char *bad = NULL;
+    if (LEN(b[1]) != n || LEN(b[2]) != n || LEN(b[3]) != n || LEN(b[8]) < n || LEN(b[9]) < n || LEN(b[10]) < n ||
+        LEN(b[6]) < offsets[nstrings])
+        bad = "array lengths disagree";
+    for (Py_ssize_t i = 0; !bad && i < n; i++)
+        if (part[i] < 0 || part[i] >= nparts || strings[i] < 0 || strings[i] >= nstrings) bad = "a part or string out of range";
+        else if (before[part[i]] < DEAD || before[part[i]] >= nterms) bad = "a terminal outside ignored";
+    if (bad) {
+        release(b, RESOLVE_BUFS);
+        return PyErr_Format(PyExc_ValueError, "resolve_held: %s", bad);
+    }
+    Py_ssize_t unknowns = 0, holdings = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t f = first[i], t = before[part[i]];
+        keep[i] = 1;
+        if (f == FALLBACK) {
+            if (t == DEAD) {
+                keep[i] = (uint8_t)own;
+                continue;
+            }
+            int64_t pos = offsets[strings[i]], r = suffix[pos];
+            first[i] = ignored[t] ? NO_TERM : t;
+            if (r == UNKNOWN) unknown[unknowns++] = i, r = pos;
+            else if (r == DEAD) keep[i] = 0;
+            rest[i] = r;
+        } else if (f == END_HELD) {
+            first[i] = END;
+            if (t != DEAD || own) holding[holdings++] = i;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(b, RESOLVE_BUFS);
+    return Py_BuildValue("(nn)", unknowns, holdings);
+}
+
 /* block_codes(first i64[K], rest i64[K], seg i64[K], strings i64[K], base i64[nseg], width, code i32[M],
  *             firsts u8[nseg * width], held u8[nseg], ends_seg i64[K], ends_state i64[K]) -> ends
  * The status codes of subtree results (blocks.StatusLayout with `width` first kinds), written at
@@ -904,9 +972,60 @@ static PyObject *refine(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(blocks);
 }
 
+/* gather_bits(flags u8[F], code i32[V], words u32[ceil(V/32)])
+ * Bit t of words (low bit first) set iff flags[code[t]]: a lexer view's status codes looked up
+ * in a step's status vector and packed, in one pass (Masker._words). A code outside the flags
+ * (never, from a view) reads the last flag: no read outside them. */
+static PyObject *gather_bits(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    if (!PyArg_UnpackTuple(args, "gather_bits", 3, 3, &o[0], &o[1], &o[2])) return NULL;
+    static const Py_ssize_t sizes[3] = {1, 4, 4};
+    static const char *names[3] = {"flags", "code", "words"};
+    Buf b[3];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < 3; i++)
+        if (take(o[i], &b[i], sizes[i], i == 2, names[i]) < 0) {
+            release(b, 3);
+            return NULL;
+        }
+    const uint8_t *flags = b[0].b.buf;
+    const int32_t *code = b[1].b.buf;
+    uint32_t *words = b[2].b.buf;
+    Py_ssize_t nflags = LEN(b[0]), n = LEN(b[1]), nwords = LEN(b[2]);
+    if (nwords != (n + 31) / 32) {
+        release(b, 3);
+        return PyErr_Format(PyExc_ValueError, "gather_bits: %zd words for %zd codes", nwords, n);
+    }
+    if (n && !nflags) {
+        release(b, 3);
+        return PyErr_Format(PyExc_ValueError, "gather_bits: no flags for %zd codes", n);
+    }
+    const uint32_t last = (uint32_t)(nflags - 1); /* codes past the flags read the last (as numpy's clip) */
+#define FLAG(c) flags[(uint32_t)(c) < last ? (uint32_t)(c) : last]
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t full = n / 32;
+    for (Py_ssize_t w = 0; w < full; w++) { /* (flags are numpy bools: 0 or 1) */
+        const int32_t *c = code + 32 * w;
+        uint32_t word = 0;
+        for (int k = 0; k < 32; k++) word |= (uint32_t)FLAG(c[k]) << k;
+        words[w] = word;
+    }
+    if (full < nwords) {
+        uint32_t word = 0;
+        for (Py_ssize_t k = 0; k < n - 32 * full; k++) word |= (uint32_t)FLAG(code[32 * full + k]) << k;
+        words[full] = word;
+    }
+#undef FLAG
+    Py_END_ALLOW_THREADS
+    release(b, 3);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Walk token-trie subtrees from DFA states (see greatgramma/native.py)."},
     {"walk_kept", walk_kept, METH_VARARGS, "Subtree walks as results, dead strings left out (see greatgramma/native.py)."},
+    {"resolve_held", resolve_held, METH_VARARGS, "Held subtree results resolved for an entering state (see greatgramma/native.py)."},
+    {"gather_bits", gather_bits, METH_VARARGS, "Status codes looked up and packed into mask words (see greatgramma/native.py)."},
     {"block_codes", block_codes, METH_VARARGS, "Status codes of subtree results (see greatgramma/native.py)."},
     {"suffix_lexemes", suffix_lexemes, METH_VARARGS, "First lexemes of the suffix rows to compute (see greatgramma/native.py)."},
     {"product", product, METH_VARARGS, "The lexer DFA as a product of the terminals' DFAs (see greatgramma/native.py)."},

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import native
 from .cache import BoundedCache
 from .codes import ANY_COLUMN, DEAD, NO_TERM
 from .compiled import CompiledGrammar
@@ -284,7 +285,10 @@ class Masker:
         for first, ok in rows:
             flags[layout.rows_of(first, len(ok))] = np.frombuffer(ok, dtype=bool)
         flags[[layout.end_codes(e) for group, ok in zip(view.end_groups, ends) if ok for e in group]] = True
-        words = pack(np.take(flags, view.code, mode="clip"))  # codes are in range: skip the checks
+        if native.ext is not None:
+            words = native.gather_bits(flags, view.code)
+        else:
+            words = pack(np.take(flags, view.code, mode="clip"))  # codes are in range: skip the checks
         if behind is not None:  # tokens that back up: they run from the relexed state
             inner = self._by_status.get(behind)
             if inner is None:

@@ -108,6 +108,20 @@ def walk_kept(dfa: DFAArrays, flat: np.ndarray, offsets: np.ndarray, lcp: np.nda
     return KeptWalk(*(a[:kept] for a in out[:4]), *(a[:fixes] for a in out[4:7]), out[7][:unknowns])
 
 
+def resolve_held(strings: np.ndarray, first: np.ndarray, rest: np.ndarray, part: np.ndarray, before: np.ndarray,
+                 own: bool, offsets: np.ndarray, suffix: np.ndarray, ignored: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Held subtree results resolved for an entering state, ``first`` and ``rest`` (int64) in place
+    (``subtrees.SubtreeWalks.resolve_entered``: ``before[part]`` accepted just before the part's byte,
+    ``own``: the state has a fallback of its own): returns (keep, the breaks whose suffix row is not
+    computed yet (rest: its flat position), the ends that hold a fallback), as indices."""
+    n = len(strings)
+    keep, unknown, holding = np.empty(n, np.uint8), np.empty(n, np.int64), np.empty(n, np.int64)
+    unknowns, holdings = ext.resolve_held(strings, first, rest, part, np.ascontiguousarray(before, dtype=np.int64),
+                                          bool(own), offsets, suffix, np.ascontiguousarray(ignored, dtype=np.uint8),
+                                          keep, unknown, holding)
+    return keep.view(bool), unknown[:unknowns], holding[:holdings]
+
+
 def block_codes(first: np.ndarray, rest: np.ndarray, seg: np.ndarray, strings: np.ndarray, base: np.ndarray,
                 width: int, code: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The status codes of subtree results (``blocks.StatusLayout`` of ``width``), written into
@@ -165,3 +179,11 @@ def refine(trans: np.ndarray, labels: np.ndarray) -> int:
     written into ``labels`` (int64) as blocks numbered in order of first appearance; returns the
     number of blocks."""
     return ext.refine(np.ascontiguousarray(trans, dtype=np.int32), trans.shape[1], labels)
+
+
+def gather_bits(flags: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """uint32 words, bit t (low bit first) set iff ``flags[code[t]]`` (``flags`` bool, ``code``
+    int32 within it): ``views.pack(flags[code])`` in one pass."""
+    words = np.empty((len(code) + 31) // 32, dtype=np.uint32)
+    ext.gather_bits(flags.view(np.uint8), code, words)
+    return words

@@ -323,6 +323,8 @@ class SubtreeWalks:
         sizes = [len(a[0]) for a in subtrees]
         strings, first, rest = (np.concatenate(a) for a in zip(*subtrees))
         part = np.repeat(np.arange(len(subtrees)), sizes)
+        if native.ext is not None:
+            return self._resolve_native(strings, first, rest, part, before, own)
         held_death, held_end = first == FALLBACK, first == END_HELD
         if not (held_death.any() or held_end.any()):
             return strings, first, rest, part
@@ -341,6 +343,21 @@ class SubtreeWalks:
         ends = np.flatnonzero(held_end & ((before != DEAD) | (own != DEAD)))  # those that hold a fallback
         if len(ends):
             rest[ends] = self._holding(strings[ends], rest[ends], before[ends], (own, pending))
+        return strings[keep], first[keep], rest[keep], part[keep]
+
+    def _resolve_native(self, strings, first, rest, part, before, own):
+        """``resolve_entered`` in the compiled loop (``native.resolve_held``), then the rows not
+        computed yet and the fallbacks held, in numpy."""
+        tr, before = self.transducer, np.asarray(before, dtype=np.int64)
+        keep, unknown, holding = native.resolve_held(strings, first, rest, part, before, own[0] != DEAD,
+                                                     self.trie.offsets, tr.suffix, self.ignored)
+        if len(unknown):
+            rest[unknown] = rows = tr.rows_at(rest[unknown])
+            keep[unknown[rows == DEAD]] = False
+        if len(holding):
+            rest[holding] = self._holding(strings[holding], rest[holding], before[part[holding]], own)
+        if keep.all():
+            return strings, first, rest, part
         return strings[keep], first[keep], rest[keep], part[keep]
 
     def _holding(self, strings: np.ndarray, state: np.ndarray, before: np.ndarray, own: tuple[int, bytes]) -> np.ndarray:

@@ -132,7 +132,9 @@ class TokenTransducer:
         missing = got == UNKNOWN
         if missing.any():
             with self._lock:
-                todo = self._distinct(flat[missing])
+                todo = flat[missing]
+                if native.ext is None:  # (the compiled loop takes each position once itself)
+                    todo = self._distinct(todo)
                 self._compute(todo[self.suffix[todo] == UNKNOWN])
             got = self.suffix[flat]
         return got.astype(np.int64)

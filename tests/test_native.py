@@ -190,3 +190,15 @@ def test_bad_arguments_are_refused() -> None:
         native.refine(i32(0, 5).reshape(2, 1), i64(0, 0))
     with pytest.raises(ValueError, match="out of range"):
         native.intern_rows(i64(3), i64(0), i64(0), i64(0), np.zeros(1, np.int32), u8(0), i64(), i64())
+
+
+def test_gather_bits_packs_flags_as_numpy_does() -> None:
+    """The mask words of a view's codes against a status vector: the compiled pass equals
+    numpy's take-and-pack, for lengths around a word's boundary."""
+    from greatgramma.views import pack
+
+    rng = np.random.default_rng(5)
+    flags = rng.random(700) < 0.4
+    for n in (0, 1, 31, 32, 33, 64, 1000, 128_257):
+        code = rng.integers(0, len(flags), n).astype(np.int32)
+        assert np.array_equal(native.gather_bits(flags, code), pack(flags[code])), n
