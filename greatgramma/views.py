@@ -30,6 +30,7 @@ class LexerView:
 
 
 _ZERO = np.zeros(1, dtype=np.int64)
+_FEW_BYTES = 24  # first bytes that restart a lexeme, up to which a view fills their strings byte by byte
 _NONE = -(1 << 29)  # a code part that keeps any sum with another part negative (dead); codes stay below 2**29
 
 
@@ -87,12 +88,20 @@ class LexerViews:
         rest0 = self._rows_from_start(restart)
         # strings that run from the start state: their first terminal's code plus their row's part
         # (negative, so dead, where either is none); the others are overwritten below
-        by_string = np.empty(len(rest0) + 1, dtype=np.int32)
         starts = np.where(restart, layout.row_codes(first_of_byte, 0), _NONE).astype(np.int32)
-        np.add(np.repeat(starts, counts), rest0, out=by_string[:-1])
-        np.maximum(by_string, layout.dead, out=by_string)
-        by_string[-1] = layout.dead
-        firsts = set(first_of_byte[restart & self._byte_has_rest0].tolist())
+        restarting = np.flatnonzero(restart & self._byte_has_rest0).tolist()
+        if len(restarting) > _FEW_BYTES:  # over the whole vocabulary at once
+            by_string = np.empty(len(rest0) + 1, dtype=np.int32)
+            np.add(np.repeat(starts, counts), rest0, out=by_string[:-1])
+            np.maximum(by_string, layout.dead, out=by_string)
+            by_string[-1] = layout.dead
+        else:  # (the other strings are dead or overwritten below)
+            by_string = np.full(len(rest0) + 1, layout.dead, dtype=np.int32)
+            span = td.trie.root_span
+            for b in restarting:
+                lo, hi = span[b]
+                np.maximum(rest0[lo:hi] + starts[b], layout.dead, out=by_string[lo:hi])
+        firsts = set(first_of_byte[restarting].tolist())
         ends: set[int] = set()
         fallback = np.zeros(len(rest0) + 1, dtype=bool)
         if x >= lexer.num_states:  # a first byte that kills the lexeme backs up to x's fallback
