@@ -121,14 +121,29 @@ class BlockTable:
                     out.append(((b, lo, hi, st), (b, st, before - 1)))
         return out
 
-    def new_blocks(self, items: list[tuple[int, int, int, int]]) -> None:
+    def new_blocks(self, items: list[tuple[int, int, int, int]], before: list[int] | None = None) -> None:
         """Blocks of (first byte, string range, DFA state after it) subtrees, in one batch. A block
-        whose strings depend on the entering state's fallback is kept without codes (held)."""
-        if items:
-            walked = self.subtrees.subtrees([(b, st) for b, _, _, st in items])
-            strings, first, rest = (np.concatenate(a) for a in zip(*walked))
-            seg = np.repeat(np.arange(len(items)), [len(a[0]) for a in walked])
-            self._store_blocks(items, [(b, st) for b, _, _, st in items], strings, first, rest, seg)
+        whose strings depend on the entering state's fallback is kept without codes (held).
+
+        ``before``: the entering lexer state has no fallback of its own and accepts terminal
+        ``before[b]`` (or DEAD) just before byte b; the held blocks are then also resolved for it
+        in the same pass (as ``resolved_blocks``), without joining their walks a second time."""
+        if not items:
+            return
+        pairs = [(b, st) for b, _, _, st in items]
+        strings, first, rest, seg = self.subtrees.joined(pairs)
+        held = np.bincount(seg[is_held(first)], minlength=len(items)) > 0 if before is not None else None
+        if held is None or not held.any():
+            self._store_blocks(items, pairs, strings, first, rest, seg)
+            return
+        ahead = [before[b] for b, _ in pairs]
+        strings, first, rest, seg = self.subtrees.resolve_joined(strings, first.copy(), rest.copy(), seg, ahead)
+        keys = [(*pair, a) if h else pair for pair, a, h in zip(pairs, ahead, held.tolist())]
+        self._store_blocks(items, keys, strings, first, rest, seg)
+        with self._lock:
+            for pair, h in zip(pairs, held.tolist()):
+                if h:  # (other lexer states that enter it resolve it for themselves)
+                    self._blocks.setdefault(pair, Block(None, frozenset(), frozenset()))
 
     def resolved_blocks(self, entries: list[tuple[tuple[int, int, int, int], tuple[int, int, int]]]) -> None:
         """Held blocks as entered by DFA states (no fallback of their own) that accept terminal

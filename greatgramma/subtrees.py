@@ -196,15 +196,28 @@ class SubtreeWalks:
             return lexer.delta, lexer.accept_next, lexer.risky, 0
         return cols.base_delta, cols.base_accept_next, cols.base_risky, cols.tab_len
 
-    def _fill_base_subtrees(self, pairs: list[tuple[int, int]]) -> None:
+    def joined(self, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The walks of ``pairs`` concatenated, with each string's index into ``pairs``: straight from
+        one compiled walk where none of them was walked yet (no copies), else joined."""
+        if self.lexer.columns is None and native.ext is not None and len(set(pairs)) == len(pairs) and \
+                not any(p in self._subtrees for p in pairs):
+            return self._fill_base_subtrees(pairs)
+        walked = self.subtrees(pairs)
+        strings, first, rest = (np.concatenate(a) for a in zip(*walked))
+        return strings, first, rest, np.repeat(np.arange(len(pairs)), [len(a[0]) for a in walked])
+
+    def _fill_base_subtrees(self, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, ...] | None:
+        """Walks the pairs; for a lexer without columns, in the compiled loop, returns the results
+        joined as ``joined`` does."""
         if not pairs:
-            return
+            return None
         span = self.trie.root_span
         lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
         state = np.array([q for _, q in pairs], dtype=np.int64)
         held = self.base_dfa()[2][state]  # the lexeme keeps whatever fallback it entered with
         plain = self.lexer.columns is None  # then the base DFA is the lexer's: store the results as they are
         hi = np.array([span[b][1] for b, _ in pairs], dtype=np.int64)
+        kept = None
         if native.ext is not None and plain:  # the compiled loop gives the results themselves
             kept = self._walk_kept(lo, hi, state, held)
             origin, done = kept.origin, Walk(*kept[:3])
@@ -216,6 +229,7 @@ class SubtreeWalks:
         with self._lock:
             for pair, i, j in zip(pairs, bounds[:-1], bounds[1:]):
                 table.setdefault(pair, type(done)(*(a[i:j] for a in done)))
+        return None if kept is None else (*done, origin)
 
     def _walk_numpy(self, lo: np.ndarray, state: np.ndarray, held: np.ndarray) -> BaseWalk:
         """The subtrees whose strings begin at ``lo``, entered in ``state`` (``held``: holding the
@@ -269,7 +283,8 @@ class SubtreeWalks:
             if (rows == DEAD).any():
                 keep = np.ones(len(got.strings), dtype=bool)
                 keep[at[rows == DEAD]] = False
-                got = got._replace(**{f: getattr(got, f)[keep] for f in ("strings", "first", "rest", "origin")})
+                keep = np.flatnonzero(keep)  # (once: four boolean selections would each count it again)
+                got = got._replace(**{f: getattr(got, f).take(keep) for f in ("strings", "first", "rest", "origin")})
         return got
 
     @cached_property
@@ -323,6 +338,12 @@ class SubtreeWalks:
         sizes = [len(a[0]) for a in subtrees]
         strings, first, rest = (np.concatenate(a) for a in zip(*subtrees))
         part = np.repeat(np.arange(len(subtrees)), sizes)
+        return self.resolve_joined(strings, first, rest, part, before, own)
+
+    def resolve_joined(self, strings: np.ndarray, first: np.ndarray, rest: np.ndarray, part: np.ndarray,
+                       before: list[int], own: tuple[int, bytes] = (DEAD, b"")) -> tuple[np.ndarray, ...]:
+        """``resolve_entered`` of subtrees already joined (``part``: each string's subtree);
+        ``first`` and ``rest`` are changed in place."""
         if native.ext is not None:
             return self._resolve_native(strings, first, rest, part, before, own)
         held_death, held_end = first == FALLBACK, first == END_HELD

@@ -109,10 +109,11 @@ class LexerViews:
         if q != 0:
             get, to = blocks.get, delta.tolist()  # (plain ints: numpy scalars cost more per byte)
             live = [(b, lo, hi, to[b]) for b, lo, hi in td.trie.root_children if to[b] != DEAD]
-            blocks.new_blocks([item for item in live if get((item[0], item[3])) is None])
+            own = x >= lexer.num_states  # a fallback of its own, else held blocks depend on accept_next only
+            before = None if own else accept_next.tolist()
+            blocks.new_blocks([item for item in live if get((item[0], item[3])) is None], before)
             keys = [(b, st) for b, _, _, st in live]
-            if x < lexer.num_states:  # no fallback of its own: held blocks depend on accept_next only
-                before = accept_next.tolist()
+            if not own:
                 keys = [k if get(k).code is not None else (*k, before[k[0]]) for k in keys]
                 blocks.resolved_blocks([(it, k) for it, k in zip(live, keys) if get(k) is None])
             held = []
