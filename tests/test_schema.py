@@ -281,6 +281,15 @@ def test_any_order_falls_back_to_the_canonical_form_where_lalr_cannot_take_it() 
     assert not accepts(m, '{"email": "x", "type": "add"}') and not accepts(m, '{"type": "move"}')
     assert accepts(masker_for(json.dumps(action("add"))), '{"email": "x", "type": "add"}')
 
+    def wide(kind: str) -> dict:  # four named members: the required ones first is the other order
+        return {"type": "object", "required": ["email", "type"],
+                "properties": {"type": {"enum": [kind]}, "id": {"type": "integer"}, "x": {"type": "integer"},
+                               "email": {"type": "string", "description": kind}}}
+
+    m = masker_for(json.dumps({"oneOf": [wide("add"), wide("remove")]}))
+    assert accepts(m, '{"type": "add", "id": 1, "email": "x"}') and not accepts(m, '{"email": "x", "type": "add"}')
+    assert accepts(masker_for(json.dumps(wide("add"))), '{"email": "x", "type": "add"}')
+
 
 @pytest.mark.parametrize("required", [[], ["b"], ["a", "c"], ["a", "b", "c"]])
 @pytest.mark.parametrize("extra", [None, False, {"type": "integer"}])
@@ -321,8 +330,37 @@ def test_optional_members_every_subset(required, extra) -> None:
                 inst = dict([(n, i) for i, n in enumerate(subset)] + tail)
                 text = json.dumps(inst)
                 assert accepts(m, text) == oracle(schema, inst), text
-    for a, b in itertools.combinations(names, 2):  # two named members out of order: outside the canonical form
-        assert not accepts(m, json.dumps({**{n: 0 for n in required if n not in (a, b)}, b: 1, a: 2}))
+    for a, b in itertools.combinations(names, 2):  # two named members out of order: outside both canonical orders
+        inst = {**{n: 0 for n in required if n not in (a, b)}, b: 1, a: 2}
+        assert accepts(m, json.dumps(inst)) == in_order(list(inst), [*required, *(n for n in names if n not in required)])
+
+
+def in_order(written: list[str], order: list[str]) -> bool:
+    """The members written keep ``order``."""
+    places = [order.index(n) for n in written]
+    return places == sorted(places)
+
+
+@pytest.mark.parametrize("required", [["p4", "p1"], ["p2", "p0", "p4"], ["p3"], ["p1", "p2"]])
+@pytest.mark.parametrize("extra", [None, False])
+def test_required_members_first_is_the_other_canonical_order(required, extra) -> None:
+    """Four to 16 named members: in the order of ``properties``, or the required ones first (in
+    the order of ``required``) and then the others (in ``properties`` order); every order of every
+    subset, with and without an unnamed member, against that rule and jsonschema."""
+    import itertools
+
+    names = [f"p{i}" for i in range(5)]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "required": required}
+    if extra is not None:
+        schema["additionalProperties"] = extra
+    second = [*required, *(n for n in names if n not in required)]
+    m = masker_for(json.dumps(schema))
+    for k in range(len(names) + 1):
+        for written in itertools.permutations(names, k):
+            for tail in ([], [("zz", 1)]):
+                inst = dict([(n, i) for i, n in enumerate(written)] + tail)
+                canonical = in_order(list(written), names) or in_order(list(written), second)
+                assert accepts(m, json.dumps(inst)) == (canonical and oracle(schema, inst)), inst
 
 
 @pytest.mark.parametrize("branches", [[["b"], ["d"], ["a", "e"]], [["a"], []], [["e"], ["a", "e"]]])

@@ -4,8 +4,10 @@ instances in the canonical form.
 The canonical form (what every engine generates, and what MaskBench serializes):
 
 * object members in the order of ``properties`` (each optional one may be left out; an object
-  of at most ``ANY_ORDER`` named members takes them in any order, unless ``any_order=0``, which
-  ``Grammar.from_json_schema`` asks for where that order is not LALR(1)), then the members the
+  of at most ``ANY_ORDER`` named members takes them in any order, and one of at most
+  ``TWO_ORDERS`` also takes the required ones first, in the order of ``required``, then the
+  others; neither with ``any_order=0``, which ``Grammar.from_json_schema`` asks for where those
+  orders are not LALR(1)), then the members the
   schema does not name (when additional properties are allowed), in any order;
 * strings that the schema fixes (property names, ``enum``/``const``) in any JSON spelling;
   numbers that it fixes (``enum``/``const``) as ``json.dumps`` writes them; integers without a
@@ -46,6 +48,7 @@ OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
 SKIP_BLOCK = 2  # optional object members one rule may skip at once (see object_rules)
 ANY_ORDER = 3  # objects of at most this many named members take them in any order (see any_order_rules)
+TWO_ORDERS = 16  # objects of up to this many named members also take the required ones first (two_order_rules)
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
 NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
 _ANY: dict = {}  # every schema that allows anything shares one rule
@@ -56,7 +59,8 @@ def json_schema_to_lark(
     max_repeat: int = MAX_REPEAT, any_order: int = ANY_ORDER,
 ) -> str:
     """The Lark grammar text of ``schema`` (a dict, a bool or JSON text); see the module docstring.
-    Objects with at most ``any_order`` named members take them in any order (0: none does)."""
+    Objects with at most ``any_order`` named members take them in any order (0: none does, and no
+    object takes its required members first either)."""
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
@@ -463,8 +467,15 @@ class _Walker:
             raise SchemaError(ptr, "minProperties", "only minProperties up to the number of required properties (or 1) is supported")
         if hi is not None and (addl is not None or hi < len(members)):
             raise SchemaError(ptr, "maxProperties", "only maxProperties that the properties already imply is supported")
-        rules = self.any_order_rules if 2 <= len(members) <= self.any_order else self.object_rules
-        return rules(members, addl, allow_empty=(n_req == 0 and lo == 0), branches=branches)
+        allow_empty = n_req == 0 and lo == 0
+        if 2 <= len(members) <= self.any_order:
+            return self.any_order_rules(members, addl, allow_empty, branches)
+        if self.any_order and len(branches) == 1 and len(members) <= TWO_ORDERS:
+            first = [index[n] for n in required]
+            second = first + [i for i in range(len(members)) if i not in set(first)]
+            if second != list(range(len(members))):
+                return self.two_order_rules(members, addl, allow_empty, second)
+        return self.object_rules(members, addl, allow_empty, branches=branches)
 
     def member_value(self, sub, ptr: str) -> str | None:
         """The value rule of a member that may be left out (None: no value is valid, so it never appears)."""
@@ -647,6 +658,60 @@ class _Walker:
         if addl and complete(frozenset()):
             body.append(f"{addl} {tail}")
         out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"]
+        if allow_empty:
+            out.append(t.empty("object"))
+        return " | ".join(out)
+
+    def two_order_rules(self, members, addl, allow_empty: bool, second: list[int]) -> str:
+        """``{`` the named members in the order of ``properties`` or in ``second`` (the required
+        ones in the order of ``required``, then the others), each optional one may be left out,
+        then the additional ones ``}``. One rule per state of the automaton that reads members
+        in both orders at once (a place in each, or none where the order was broken), so each
+        alternative after a comma begins with its own key terminal and LALR(1) stays exact."""
+        t = self.terms
+        comma = t.punct("COMMA")
+        n = len(members)
+        tail = f"({comma} {addl})*" if addl else ""
+        orders = (list(range(n)), second)
+        place = [{m: j for j, m in enumerate(order)} for order in orders]
+        required = [req for _, req in members]
+
+        def step(k: int, at: int | None, m: int) -> int | None:
+            """Where order k is after member m is written at place ``at`` (None: broken)."""
+            if at is None:
+                return None
+            j = place[k][m]
+            if j < at or any(required[orders[k][i]] for i in range(at, j)):
+                return None
+            return j + 1
+
+        def done(state: tuple) -> bool:
+            return any(at is not None and not any(required[m] for m in orders[k][at:]) for k, at in enumerate(state))
+
+        def moves(state: tuple) -> list[tuple[int, tuple]]:
+            out = []
+            for m in range(n):
+                nxt = tuple(step(k, at, m) for k, at in enumerate(state))
+                if nxt != (None, None):
+                    out.append((m, nxt))
+            return out
+
+        rests: dict[tuple, str] = {}
+
+        def rest(state: tuple) -> str:
+            if state not in rests:
+                alts = [f"{comma} {members[m][0]} {rest(nxt)}".strip() for m, nxt in moves(state)]
+                if done(state):
+                    alts += [f"{comma} {addl} {tail}"] if addl else []
+                    alts.append("")  # the object may end here
+                rests[state] = self.rule(alts) if alts != [""] else ""
+            return rests[state]
+
+        start = (0, 0)
+        body = [f"{members[m][0]} {rest(nxt)}".strip() for m, nxt in moves(start)]
+        if addl and done(start):
+            body.append(f"{addl} {tail}")
+        out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"] if body else []
         if allow_empty:
             out.append(t.empty("object"))
         return " | ".join(out)
