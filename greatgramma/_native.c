@@ -8,6 +8,7 @@
  * suffix_lexemes: from the start state at flat byte positions, the first lexeme, and from where
  *                 it breaks, on (the suffix rows, before they are interned).
  * intern_rows:    those rows interned as outcome rows, shallowest first.
+ * subsets:        a regex terminal's DFA from its NFA (lexer._terminal_dfa, plain NFAs).
  * product:        the lexer DFA as the product of the terminals' DFAs (lexer.build_lexer).
  * refine:         its minimization (Hopcroft's partition refinement).
  *
@@ -860,6 +861,136 @@ static PyObject *product(PyObject *self, PyObject *args) {
     return result;
 }
 
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The epsilon closure of seeds[0..n) in the NFA (eps CSR), sorted, into out; stamp[q] == mark
+ * for the states met. Returns its length (out and stack hold every NFA state at most once). */
+static Py_ssize_t eps_closure(const int64_t *eps_ptr, const int32_t *eps_to, const int32_t *seeds, Py_ssize_t n,
+                              int32_t *stamp, int32_t mark, int32_t *out, int32_t *stack) {
+    Py_ssize_t len = 0, top = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (stamp[seeds[i]] != mark) stamp[seeds[i]] = mark, stack[top++] = seeds[i];
+    while (top) {
+        int32_t u = stack[--top];
+        out[len++] = u;
+        for (int64_t e = eps_ptr[u]; e < eps_ptr[u + 1]; e++)
+            if (stamp[eps_to[e]] != mark) stamp[eps_to[e]] = mark, stack[top++] = eps_to[e];
+    }
+    qsort(out, len, sizeof(int32_t), cmp_i32);
+    return len;
+}
+
+#define SUBSETS_ARGS 6
+/* subsets(nclass, eps_ptr i64[n+1], eps_to i32, edge_ptr i64[n+1], edge_to i32[m], cls_ptr i64[m+1],
+ *         cls i32, start, final, max_states, seconds) -> (code, states, rows, accepting)
+ * The subset construction of a plain NFA (byte edges as lists of byte classes, epsilon edges):
+ * DFA states are epsilon-closed sets of NFA states, numbered as met, a state's moves in class
+ * order (lexer._terminal_dfa's order). code 1 past max_states, 2 past seconds (< 0: none). */
+static PyObject *subsets(PyObject *self, PyObject *args) {
+    PyObject *o[SUBSETS_ARGS];
+    Py_ssize_t nclass, start, final, max_states;
+    double seconds;
+    if (!PyArg_ParseTuple(args, "nOOOOOOnnnd:subsets", &nclass, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &start,
+                          &final, &max_states, &seconds))
+        return NULL;
+    static const Py_ssize_t sizes[SUBSETS_ARGS] = {8, 4, 8, 4, 8, 4};
+    static const char *names[SUBSETS_ARGS] = {"eps_ptr", "eps_to", "edge_ptr", "edge_to", "cls_ptr", "cls"};
+    Buf b[SUBSETS_ARGS];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < SUBSETS_ARGS; i++)
+        if (take(o[i], &b[i], sizes[i], 0, names[i]) < 0) {
+            release(b, SUBSETS_ARGS);
+            return NULL;
+        }
+    const int64_t *eps_ptr = b[0].b.buf, *edge_ptr = b[2].b.buf, *cls_ptr = b[4].b.buf;
+    const int32_t *eps_to = b[1].b.buf, *edge_to = b[3].b.buf, *cls = b[5].b.buf;
+    Py_ssize_t n = LEN(b[0]) - 1, m = LEN(b[3]);
+    int ok = n >= 1 && nclass >= 1 && nclass <= 256 && LEN(b[2]) == n + 1 && LEN(b[4]) == m + 1 && start >= 0 &&
+             start < n && final >= 0 && final < n && max_states >= 1 && eps_ptr[0] == 0 && eps_ptr[n] == LEN(b[1]) &&
+             edge_ptr[0] == 0 && edge_ptr[n] == m && cls_ptr[0] == 0 && cls_ptr[m] == LEN(b[5]);
+    for (Py_ssize_t q = 0; ok && q < n; q++) ok = eps_ptr[q] <= eps_ptr[q + 1] && edge_ptr[q] <= edge_ptr[q + 1];
+    for (Py_ssize_t e = 0; ok && e < LEN(b[1]); e++) ok = eps_to[e] >= 0 && eps_to[e] < n;
+    for (Py_ssize_t e = 0; ok && e < m; e++) ok = edge_to[e] >= 0 && edge_to[e] < n && cls_ptr[e] <= cls_ptr[e + 1];
+    for (Py_ssize_t e = 0; ok && e < LEN(b[5]); e++) ok = cls[e] >= 0 && cls[e] < nclass;
+    if (!ok) {
+        release(b, SUBSETS_ARGS);
+        return PyErr_Format(PyExc_ValueError, "subsets: inconsistent arrays");
+    }
+    Tuples T = {malloc(sizeof(int32_t) * 4096), malloc(sizeof(int64_t) * 1024), 0, 4096, 1024, NULL, 1024};
+    T.table = malloc(sizeof(int32_t) * T.table_cap);
+    Py_ssize_t rows_cap = 1024, bucket_cap = 1024;
+    int32_t *rows = malloc(sizeof(int32_t) * rows_cap * nclass);
+    uint8_t *acc = malloc(rows_cap);
+    int32_t *stamp = calloc(n, sizeof(int32_t)), *set = malloc(sizeof(int32_t) * n), *stack = malloc(sizeof(int32_t) * n);
+    int32_t *count = malloc(sizeof(int32_t) * (nclass + 1)), *fill = malloc(sizeof(int32_t) * (nclass + 1));
+    int32_t *bucket = malloc(sizeof(int32_t) * bucket_cap), seed = (int32_t)start, mark = 0;
+    int code = 0, nomem = !T.pool || !T.start || !T.table || !rows || !acc || !stamp || !set || !stack || !count ||
+                         !fill || !bucket;
+    Py_BEGIN_ALLOW_THREADS
+    double deadline = seconds >= 0 ? now_s() + seconds : -1;
+    if (!nomem) {
+        for (Py_ssize_t k = 0; k < T.table_cap; k++) T.table[k] = -1;
+        T.start[0] = 0;
+        Py_ssize_t len = eps_closure(eps_ptr, eps_to, &seed, 1, stamp, ++mark, set, stack);
+        if (intern_tuple(&T, set, len) < 0) nomem = 1;
+    }
+    for (Py_ssize_t i = 0; !nomem && !code && i < T.n; i++) {
+        if (i % 256 == 0 && deadline >= 0 && now_s() > deadline) { code = 2; break; }
+        if (i >= rows_cap) {
+            rows_cap *= 2;
+            int32_t *r2 = realloc(rows, sizeof(int32_t) * rows_cap * nclass);
+            if (r2) rows = r2;
+            uint8_t *a2 = realloc(acc, rows_cap);
+            if (a2) acc = a2;
+            if (!r2 || !a2) { nomem = 1; break; }
+        }
+        Py_ssize_t len = T.start[i + 1] - T.start[i], total = 0;
+        const int32_t *comp = T.pool + T.start[i];
+        acc[i] = 0;
+        memset(count, 0, sizeof(int32_t) * (nclass + 1));
+        for (Py_ssize_t j = 0; j < len; j++) {
+            int32_t q = comp[j];
+            acc[i] |= q == final;
+            for (int64_t e = edge_ptr[q]; e < edge_ptr[q + 1]; e++)
+                for (int64_t k = cls_ptr[e]; k < cls_ptr[e + 1]; k++) count[cls[k] + 1]++, total++;
+        }
+        if (total > bucket_cap) {
+            int32_t *more = realloc(bucket, sizeof(int32_t) * total);
+            if (!more) { nomem = 1; break; }
+            bucket = more, bucket_cap = total;
+        }
+        for (Py_ssize_t c = 0; c < nclass; c++) count[c + 1] += count[c];
+        memcpy(fill, count, sizeof(int32_t) * (nclass + 1));
+        for (Py_ssize_t j = 0; j < len; j++) {
+            int32_t q = comp[j];
+            for (int64_t e = edge_ptr[q]; e < edge_ptr[q + 1]; e++)
+                for (int64_t k = cls_ptr[e]; k < cls_ptr[e + 1]; k++) bucket[fill[cls[k]]++] = edge_to[e];
+        }
+        int32_t *row = rows + i * nclass;
+        for (Py_ssize_t c = 0; c < nclass; c++) {
+            Py_ssize_t k = count[c + 1] - count[c];
+            if (!k) { row[c] = DEAD; continue; }
+            Py_ssize_t got = eps_closure(eps_ptr, eps_to, bucket + count[c], k, stamp, ++mark, set, stack);
+            Py_ssize_t known = T.n, id = intern_tuple(&T, set, got);
+            if (id < 0) { nomem = 1; break; }
+            if (id == known && known >= max_states) { code = 1; break; }
+            row[c] = (int32_t)id;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (nomem) PyErr_NoMemory();
+    else if (code) result = Py_BuildValue("(inOO)", code, T.n, Py_None, Py_None);
+    else result = Py_BuildValue("(iny#y#)", 0, T.n, (char *)rows, T.n * nclass * 4, (char *)acc, T.n);
+    free(T.pool), free(T.start), free(T.table), free(rows), free(acc), free(stamp), free(set), free(stack);
+    free(count), free(fill), free(bucket);
+    release(b, SUBSETS_ARGS);
+    return result;
+}
+
 /* refine(trans i32[n*k], k, labels i64[n]) -> blocks
  * The coarsest partition of DFA states (rows of trans over k classes, -1 dead) that refines
  * `labels` and that every class's moves respect (Hopcroft's algorithm; dead moves go to a sink
@@ -1029,6 +1160,7 @@ static PyMethodDef methods[] = {
     {"block_codes", block_codes, METH_VARARGS, "Status codes of subtree results (see greatgramma/native.py)."},
     {"suffix_lexemes", suffix_lexemes, METH_VARARGS, "First lexemes of the suffix rows to compute (see greatgramma/native.py)."},
     {"product", product, METH_VARARGS, "The lexer DFA as a product of the terminals' DFAs (see greatgramma/native.py)."},
+    {"subsets", subsets, METH_VARARGS, "Subset construction of a plain NFA over byte classes (see greatgramma/native.py)."},
     {"refine", refine, METH_VARARGS, "Partition refinement of a DFA's states (see greatgramma/native.py)."},
     {"intern_rows", intern_rows, METH_VARARGS, "Suffix rows interned, shallowest first (see greatgramma/native.py)."},
     {NULL, NULL, 0, NULL},

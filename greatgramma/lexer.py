@@ -189,14 +189,14 @@ def clear_pattern_cache() -> None:
     _REGEX_DFAS.clear()
 
 
-def _regex_dfa(t: TerminalSpec, max_states: int) -> _RegexDFA:
+def _regex_dfa(t: TerminalSpec, max_states: int, deadline: float | None = None) -> _RegexDFA:
     key = (t.pattern, max_states)
     got = _REGEX_DFAS.get(key)
     if got is None:
         nfa = compile_regex(t.name, t.pattern)
         masks = _nfa_masks(nfa)
         class_of_byte, parts = _byte_classes(masks)
-        trans, accepting, before, nonempty = _terminal_dfa(nfa, parts, max_states, t.name)
+        trans, accepting, before, nonempty = _terminal_dfa(nfa, parts, max_states, t.name, deadline)
         table = np.array(trans, dtype=np.int32).reshape(len(trans), len(parts))
         got = _RegexDFA(masks, class_of_byte, table, accepting, before, nonempty)
         _REGEX_DFAS.put(key, got, table.nbytes + 4096 + 8 * len(masks))
@@ -393,12 +393,14 @@ def _literal_dfa(data: bytes, class_of_byte: np.ndarray, num_classes: int):
     return trans, [False] * len(data) + [True], [None] * (len(data) + 1), True
 
 
-def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
+def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str, deadline: float | None = None):
     """Subset construction for one terminal, over its threads and its lookbehinds' trackers.
 
     Threads are sets that carry their pending lookaheads, or, for an ordered NFA, lists in
     priority order, accepting where a match cuts the list: each accepting point is one that
-    Python's ``re`` passes, the last the one it returns.
+    Python's ``re`` passes, the last the one it returns. States are numbered as met, each
+    state's moves in class order; a plain NFA (no lookaround, not ordered) is run in the
+    compiled loop (``native.subsets``), which numbers them alike.
     Returns (transition rows over byte classes, accepted-at-end flags, accepted-before-byte
     arrays or None, whether the start state is live), trimmed to live states.
     """
@@ -411,6 +413,10 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
             got = class_cache[mask] = [c for c, r in enumerate(reps) if mask >> r & 1]
         return got
 
+    plain = not (nfa.ordered or nfa.guard_eps or nfa.gates or nfa.lookbehinds)
+    if plain and native.ext is not None:
+        table, accepting = _subsets_native(nfa, classes, len(parts), max_states, name, deadline)
+        return _trimmed(table, accepting, [None] * len(accepting))
     memo: dict = {}
     start = (_ordered_start if nfa.ordered else _guarded_start)(nfa, memo)
     successors = _ordered_successors if nfa.ordered else _guarded_successors
@@ -420,14 +426,11 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
     i = 0
     while i < len(sets):
         row = [DEAD] * len(parts)
-        for c, nxt in successors(nfa, sets[i], classes, reps, memo).items():
+        for c, nxt in sorted(successors(nfa, sets[i], classes, reps, memo).items(), key=lambda kv: kv[0]):
             j = index.get(nxt)
             if j is None:
                 if len(sets) >= max_states:
-                    raise ResourceLimitError(
-                        f"terminal {name}: lexer DFA exceeds {max_states} states; "
-                        "simplify the pattern or raise max_dfa_states"
-                    )
+                    raise _terminal_too_big(name, max_states)
                 j = index[nxt] = len(sets)
                 sets.append(nxt)
             row[c] = j
@@ -437,9 +440,35 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
         acc = [(bool(threads) and threads[-1] == nfa.final, None) for threads, _ in sets]
     else:
         acc = [_accepting(nfa, threads, name) for threads, _ in sets]
-    accepting = [a for a, _ in acc]
-    # trim: keep states from which an accepting state is reachable
-    table = np.array(trans, dtype=np.int64).reshape(len(trans), len(parts))
+    return _trimmed(np.array(trans, dtype=np.int64).reshape(len(trans), len(parts)), [a for a, _ in acc], [n for _, n in acc])
+
+
+def _terminal_too_big(name: str, max_states: int) -> ResourceLimitError:
+    return ResourceLimitError(f"terminal {name}: lexer DFA exceeds {max_states} states; simplify the pattern or raise max_dfa_states")
+
+
+def _subsets_native(nfa: ByteNFA, classes, nclass: int, max_states: int, name: str, deadline: float | None):
+    """The subset construction of a plain NFA in the compiled loop: (table int64[states, classes], accepting)."""
+    eps_ptr = np.cumsum([0, *map(len, nfa.eps)], dtype=np.int64)
+    eps_to = np.fromiter((t for ts in nfa.eps for t in ts), dtype=np.int32, count=int(eps_ptr[-1]))
+    edge_ptr = np.cumsum([0, *map(len, nfa.edges)], dtype=np.int64)
+    edge_classes = [classes(mask) for es in nfa.edges for mask, _ in es]
+    edge_to = np.fromiter((t for es in nfa.edges for _, t in es), dtype=np.int32, count=int(edge_ptr[-1]))
+    cls_ptr = np.cumsum([0, *map(len, edge_classes)], dtype=np.int64)
+    cls = np.fromiter((c for cs in edge_classes for c in cs), dtype=np.int32, count=int(cls_ptr[-1]))
+    seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
+    code, states, rows, accepting = native.subsets(nclass, eps_ptr, eps_to, edge_ptr, edge_to, cls_ptr, cls,
+                                                   nfa.start, nfa.final, max_states, seconds)
+    if code == 1:
+        raise _terminal_too_big(name, max_states)
+    if code == 2:
+        raise _out_of_time(f"the DFA of terminal {name} ({states} states so far)")
+    table = np.frombuffer(rows, dtype=np.int32).reshape(states, nclass).astype(np.int64)
+    return table, np.frombuffer(accepting, dtype=np.uint8).astype(bool).tolist()
+
+
+def _trimmed(table: np.ndarray, accepting: list[bool], before: list):
+    """``_terminal_dfa``'s result with the states from which no accepting state is reachable dead."""
     live = np.array(accepting, dtype=bool)
     while True:
         grown = live | ((table >= 0) & live[np.maximum(table, 0)]).any(axis=1)
@@ -447,7 +476,7 @@ def _terminal_dfa(nfa: ByteNFA, parts: list[int], max_states: int, name: str):
             break
         live = grown
     table[(table >= 0) & ~live[np.maximum(table, 0)]] = DEAD
-    return table.tolist(), accepting, [n for _, n in acc], bool(live[0])
+    return table.tolist(), accepting, before, bool(live[0])
 
 
 def _minimize(trans: np.ndarray, accept: np.ndarray, accept_next: np.ndarray):
@@ -545,7 +574,7 @@ def build_lexer(
     for t, lit in zip(terminals, literals):
         if lit is None:
             _check_deadline(deadline, f"the DFA of terminal {t.display}")
-        regexes.append(_regex_dfa(t, max_states) if lit is None else None)
+        regexes.append(_regex_dfa(t, max_states, deadline) if lit is None else None)
     alone = {1 << b for lit in literals if lit for b in lit}  # a string literal's bytes each make a class
     class_of_byte, parts = _byte_classes(alone.union(*(r.masks for r in regexes if r is not None)))
     reps = np.array([(p & -p).bit_length() - 1 for p in parts])

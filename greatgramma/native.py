@@ -1,7 +1,7 @@
 """The compiled loops (``_native.c``): token strings run through the lexer DFA byte by byte,
 which numpy can only do one trie level at a time (the subtree walks, the suffix rows' lexemes
-and their interning), and the lexer DFA's product construction and minimization, which Python
-does a state at a time.
+and their interning), and the regex terminals' subset construction and the lexer DFA's product
+construction and minimization, which Python does a state at a time.
 
 The extension is optional: where it is not built (no C compiler at install time) or
 ``GG_NATIVE=0`` is set, :data:`ext` is None and the callers run their numpy loops, which give
@@ -171,6 +171,15 @@ def product(nclass: int, base: np.ndarray, move_ptr: np.ndarray, move_class: np.
     2 past ``seconds`` (< 0: none), else 0 with the tables as int32 bytes."""
     return ext.product(nclass, base, move_ptr, move_class, move_to, accepting, before_id, before, rank,
                        max_states, seconds)
+
+
+def subsets(nclass: int, eps_ptr: np.ndarray, eps_to: np.ndarray, edge_ptr: np.ndarray, edge_to: np.ndarray,
+            cls_ptr: np.ndarray, cls: np.ndarray, start: int, final: int, max_states: int, seconds: float) -> tuple:
+    """The subset construction of a plain NFA, as ``lexer._terminal_dfa`` makes it (epsilon edges
+    and byte edges as CSR, int64 pointers and int32 targets; each byte edge's classes, CSR):
+    (code, states, rows, accepting), code 1 past ``max_states``, 2 past ``seconds`` (< 0: none),
+    else 0 with the rows (int32 per class) and whether each state holds ``final`` (uint8) as bytes."""
+    return ext.subsets(nclass, eps_ptr, eps_to, edge_ptr, edge_to, cls_ptr, cls, start, final, max_states, seconds)
 
 
 def refine(trans: np.ndarray, labels: np.ndarray) -> int:

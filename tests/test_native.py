@@ -1,5 +1,5 @@
 """The compiled loops (greatgramma/_native.c) against the numpy loops they stand in for: the same
-lexer DFAs (product construction and minimization), and on real vocabularies the same subtree
+lexer DFAs (subset construction, product construction and minimization), and on real vocabularies the same subtree
 walks, the same suffix rows, the same masks.
 (tests/test_transducer.py checks both against byte-by-byte lexing on small vocabularies.)"""
 
@@ -73,11 +73,39 @@ def test_lexers_agree(name: str, monkeypatch) -> None:
     built = []
     for loops in (None, native.ext):
         monkeypatch.setattr(native, "ext", loops)
+        lexer.clear_pattern_cache()  # (each terminal's DFA built anew, in these loops)
         built.append(grammar.build_lexer())
     a, b = built
     for field in ("delta", "accept", "accept_next", "prod", "risky"):
         assert np.array_equal(getattr(a, field), getattr(b, field)), field
     assert a.terminals == b.terminals
+
+
+@pytest.mark.parametrize("name", ["json", "go", "python", "java", *(f"schema{i}" for i in range(len(LEXER_SCHEMAS)))])
+def test_terminal_dfas_agree(name: str, monkeypatch) -> None:
+    """Each regex terminal's DFA (the subset construction, compiled for plain NFAs) equals the
+    Python one, state for state, and both stop at the state budget alike."""
+    from greatgramma.regex import compile_regex
+
+    grammar = gg.Grammar.from_json_schema(LEXER_SCHEMAS[int(name[6:])]) if name.startswith("schema") else _grammar(name)
+    plain = 0
+    for t in grammar.terminals:
+        if t.is_string:
+            continue
+        nfa = compile_regex(t.name, t.pattern)
+        _, parts = lexer._byte_classes(lexer._nfa_masks(nfa))
+        built = []
+        for loops in (None, native.ext):
+            monkeypatch.setattr(native, "ext", loops)
+            built.append(lexer._terminal_dfa(nfa, parts, 50_000, t.name))
+            if len(built[-1][0]) > 2:  # (made before trimming: at least as many states)
+                with pytest.raises(gg.ResourceLimitError, match=f"terminal {t.name}: lexer DFA exceeds 2 states"):
+                    lexer._terminal_dfa(nfa, parts, 2, t.name)
+        (trans, acc, before, live), (trans2, acc2, before2, live2) = built
+        assert (trans, acc, live) == (trans2, acc2, live2), t.pattern
+        assert all(x is y is None or np.array_equal(x, y) for x, y in zip(before, before2)), t.pattern
+        plain += not (nfa.ordered or nfa.guard_eps or nfa.gates or nfa.lookbehinds)
+    assert plain  # (the compiled loop ran)
 
 
 def test_lexer_state_limit_holds_in_both_loops(monkeypatch) -> None:
@@ -188,6 +216,10 @@ def test_bad_arguments_are_refused() -> None:
         native.product(1, i64(0, 1), i64(0, 1), i32(0), i32(7), u8(0), i32(-1), u8(), i32(0), 10, -1.0)
     with pytest.raises(ValueError, match="inconsistent"):
         native.refine(i32(0, 5).reshape(2, 1), i64(0, 0))
+    with pytest.raises(ValueError, match="inconsistent"):  # an epsilon edge to state 4 of 2
+        native.subsets(1, i64(0, 1, 1), i32(4), i64(0, 0, 0), i32(), i64(0), i32(), 0, 1, 10, -1.0)
+    with pytest.raises(ValueError, match="inconsistent"):  # class 3 of 1
+        native.subsets(1, i64(0, 0, 0), i32(), i64(0, 1, 1), i32(1), i64(0, 1), i32(3), 0, 1, 10, -1.0)
     with pytest.raises(ValueError, match="out of range"):
         native.intern_rows(i64(3), i64(0), i64(0), i64(0), np.zeros(1, np.int32), u8(0), i64(), i64())
 
