@@ -405,8 +405,8 @@ static PyObject *resolve_held(PyObject *self, PyObject *args) {
 
 /* block_codes(first i64[K], rest i64[K], seg i64[K], strings i64[K], base i64[nseg], width, code i32[M],
  *             firsts u8[nseg * width], held u8[nseg], ends_seg i64[K], ends_state i64[K]) -> ends
- * The status codes of subtree results (blocks.StatusLayout with `width` first kinds), written at
- * code[base[seg] + string]; per segment, the first kinds met (firsts[seg * width + first - NO_TERM])
+ * The status codes of subtree results (blocks.StatusLayout with `width` first kinds; first DEAD:
+ * a dead string, code 0), written at code[base[seg] + string]; per segment, the first kinds met (firsts[seg * width + first - NO_TERM])
  * and whether a result is held (FALLBACK, END_HELD); the (segment, end state) pairs met, once each,
  * in the first `ends` entries of ends_seg/ends_state. */
 #define CODES_ARGS 10
@@ -439,7 +439,8 @@ static PyObject *block_codes(PyObject *self, PyObject *args) {
         int64_t f = first[i], at = seg[i] >= 0 && seg[i] < nseg ? base[seg[i]] + strings[i] : -1;
         if (at < 0 || at >= m) bad = "a segment or string out of range";
         else if (f == END && rest[i] > max_end) max_end = rest[i];
-        else if (f >= NO_TERM && f != END && (f - NO_TERM >= width || rest[i] < 0)) bad = "a first kind or row out of range";
+        else if (f >= NO_TERM && f != END && f != DEAD && (f - NO_TERM >= width || rest[i] < 0))
+            bad = "a first kind or row out of range";
         else if (f == END && rest[i] < 0) bad = "an end state out of range";
     }
     if (bad) {
@@ -459,6 +460,8 @@ static PyObject *block_codes(PyObject *self, PyObject *args) {
         if (f == END) {
             c = 2 * r + 1;
             if (stamp[r] != sg + 1) stamp[r] = sg + 1, ends_seg[ends] = sg, ends_state[ends++] = r;
+        } else if (f == DEAD) {
+            c = 0;
         } else if (f >= NO_TERM) {
             c = 2 + 2 * (r * width + f - NO_TERM);
             firsts[sg * width + f - NO_TERM] = 1;

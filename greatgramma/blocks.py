@@ -137,7 +137,7 @@ class BlockTable:
             self._store_blocks(items, pairs, strings, first, rest, seg)
             return
         ahead = [before[b] for b, _ in pairs]
-        strings, first, rest, seg = self.subtrees.resolve_joined(strings, first.copy(), rest.copy(), seg, ahead)
+        strings, first, rest, seg = self.subtrees.resolve_joined(strings, first.copy(), rest.copy(), seg, ahead, drop=False)
         keys = [(*pair, a) if h else pair for pair, a, h in zip(pairs, ahead, held.tolist())]
         self._store_blocks(items, keys, strings, first, rest, seg)
         with self._lock:
@@ -181,7 +181,7 @@ class BlockTable:
                 ends[i].add(e)
             return firsts, ends, held
         is_end = first == END
-        is_row = (first >= NO_TERM) & ~is_end  # not dead, not backing up, not held
+        is_row = (first >= NO_TERM) & ~is_end & (first != DEAD)  # not dead, not backing up, not held
         lay = self.layout
         out[base[seg] + strings] = np.where(is_row, lay.row_codes(first, rest), np.where(is_end, lay.end_codes(rest), lay.dead))
         ends_width = int(rest.max(initial=0, where=is_end)) + 1

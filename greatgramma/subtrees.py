@@ -341,14 +341,26 @@ class SubtreeWalks:
         return self.resolve_joined(strings, first, rest, part, before, own)
 
     def resolve_joined(self, strings: np.ndarray, first: np.ndarray, rest: np.ndarray, part: np.ndarray,
-                       before: list[int], own: tuple[int, bytes] = (DEAD, b"")) -> tuple[np.ndarray, ...]:
+                       before: list[int], own: tuple[int, bytes] = (DEAD, b""), drop: bool = True) -> tuple[np.ndarray, ...]:
         """``resolve_entered`` of subtrees already joined (``part``: each string's subtree);
-        ``first`` and ``rest`` are changed in place."""
-        if native.ext is not None:
-            return self._resolve_native(strings, first, rest, part, before, own)
+        ``first`` and ``rest`` are changed in place. ``drop=False``: the strings that die stay,
+        with ``first`` DEAD (block codes read them as dead; no copies)."""
+        resolve = self._resolve_native if native.ext is not None else self._resolve_numpy
+        keep = resolve(strings, first, rest, part, before, own)
+        if keep is None or keep.all():
+            return strings, first, rest, part
+        if not drop:
+            first[~keep] = DEAD
+            return strings, first, rest, part
+        keep = np.flatnonzero(keep)
+        return strings.take(keep), first.take(keep), rest.take(keep), part.take(keep)
+
+    def _resolve_numpy(self, strings, first, rest, part, before, own) -> np.ndarray | None:
+        """``resolve_joined`` in numpy: ``first`` and ``rest`` resolved in place; which strings stay
+        (None: all)."""
         held_death, held_end = first == FALLBACK, first == END_HELD
         if not (held_death.any() or held_end.any()):
-            return strings, first, rest, part
+            return None
         lexer = self.lexer
         before = np.asarray(before, dtype=np.int64)[part]
         back = held_death & (before != DEAD)  # back up to just before the string
@@ -364,10 +376,10 @@ class SubtreeWalks:
         ends = np.flatnonzero(held_end & ((before != DEAD) | (own != DEAD)))  # those that hold a fallback
         if len(ends):
             rest[ends] = self._holding(strings[ends], rest[ends], before[ends], (own, pending))
-        return strings[keep], first[keep], rest[keep], part[keep]
+        return keep
 
-    def _resolve_native(self, strings, first, rest, part, before, own):
-        """``resolve_entered`` in the compiled loop (``native.resolve_held``), then the rows not
+    def _resolve_native(self, strings, first, rest, part, before, own) -> np.ndarray:
+        """``_resolve_numpy`` in the compiled loop (``native.resolve_held``), then the rows not
         computed yet and the fallbacks held, in numpy."""
         tr, before = self.transducer, np.asarray(before, dtype=np.int64)
         keep, unknown, holding = native.resolve_held(strings, first, rest, part, before, own[0] != DEAD,
@@ -377,9 +389,7 @@ class SubtreeWalks:
             keep[unknown[rows == DEAD]] = False
         if len(holding):
             rest[holding] = self._holding(strings[holding], rest[holding], before[part[holding]], own)
-        if keep.all():
-            return strings, first, rest, part
-        return strings[keep], first[keep], rest[keep], part[keep]
+        return keep
 
     def _holding(self, strings: np.ndarray, state: np.ndarray, before: np.ndarray, own: tuple[int, bytes]) -> np.ndarray:
         """The lexer states of strings that end inside the lexeme in DFA ``state`` holding a

@@ -224,6 +224,34 @@ def test_bad_arguments_are_refused() -> None:
         native.intern_rows(i64(3), i64(0), i64(0), i64(0), np.zeros(1, np.int32), u8(0), i64(), i64())
 
 
+def test_block_codes_agree_and_read_dead_strings_as_dead(monkeypatch) -> None:
+    """A block's status codes, first kinds, end states and held flags from both loops, on walk
+    results of every kind, with strings a resolve left DEAD in place (code 0, not held)."""
+    from types import SimpleNamespace
+
+    from greatgramma.blocks import BlockTable, StatusLayout
+    from greatgramma.codes import END, END_HELD, FALLBACK, NO_TERM
+
+    rng = np.random.default_rng(3)
+    n, nseg = 400, 5
+    first = rng.choice([DEAD, END, NO_TERM, FALLBACK, END_HELD, 0, 1, 2], n).astype(np.int64)
+    rest = rng.integers(0, 9, n).astype(np.int64)
+    seg = np.sort(rng.integers(0, nseg, n)).astype(np.int64)
+    strings = np.arange(n, dtype=np.int64)
+    table = SimpleNamespace(layout=StatusLayout.of(3))
+    got = []
+    for loops in (None, native.ext):
+        monkeypatch.setattr(native, "ext", loops)
+        out = np.full(n, -9, dtype=np.int32)
+        firsts, ends, held = BlockTable.codes(table, first, rest, seg, strings, np.zeros(nseg, dtype=np.int64), out)
+        got.append((out, firsts, ends, np.asarray(held, dtype=bool)))
+        dead = first == DEAD
+        assert (out[dead] == 0).all() and (out[~dead & (first != FALLBACK) & (first != END_HELD)] > 0).all()
+        assert list(held) == [bool(np.isin(first[seg == i], [FALLBACK, END_HELD]).any()) for i in range(nseg)]
+    (a, fa, ea, ha), (b, fb, eb, hb) = got
+    assert np.array_equal(a, b) and fa == fb and ea == eb and np.array_equal(ha, hb)
+
+
 def test_gather_bits_packs_flags_as_numpy_does() -> None:
     """The mask words of a view's codes against a status vector: the compiled pass equals
     numpy's take-and-pack, for lengths around a word's boundary."""
