@@ -91,6 +91,10 @@ class BlockTable:
     def get(self, key: tuple) -> Block | None:
         return self._blocks.get(key)
 
+    def lookup(self, keys: list[tuple]) -> list[Block | None]:
+        """``get`` of each key (one call for a lexer state's bytes)."""
+        return list(map(self._blocks.get, keys))
+
     def _entered_subtrees(self) -> list[tuple[int, int, int, int]]:
         """(first byte, first string, end string, DFA state after the byte) for every subtree some
         lexer state enters. With an indenter, only states without a pending newline column: the

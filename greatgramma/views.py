@@ -107,18 +107,23 @@ class LexerViews:
         if x >= lexer.num_states:  # a first byte that kills the lexeme backs up to x's fallback
             fallback[:-1] = np.repeat((delta == DEAD) & (accept_next == DEAD), counts)
         if q != 0:
-            get, to = blocks.get, delta.tolist()  # (plain ints: numpy scalars cost more per byte)
+            to = delta.tolist()  # (plain ints: numpy scalars cost more per byte)
             live = [(b, lo, hi, to[b]) for b, lo, hi in td.trie.root_children if to[b] != DEAD]
+            pairs = [(b, st) for b, _, _, st in live]
             own = x >= lexer.num_states  # a fallback of its own, else held blocks depend on accept_next only
             before = None if own else accept_next.tolist()
-            blocks.new_blocks([item for item in live if get((item[0], item[3])) is None], before)
-            keys = [(b, st) for b, _, _, st in live]
-            if not own:
-                keys = [k if get(k).code is not None else (*k, before[k[0]]) for k in keys]
-                blocks.resolved_blocks([(it, k) for it, k in zip(live, keys) if get(k) is None])
+            found = blocks.lookup(pairs)
+            if None in found:
+                blocks.new_blocks([item for item, blk in zip(live, found) if blk is None], before)
+                found = blocks.lookup(pairs)
+            if not own and any(blk.code is None for blk in found):  # held: as resolved for accept_next
+                keys = [p if blk.code is not None else (*p, before[p[0]]) for p, blk in zip(pairs, found)]
+                found = blocks.lookup(keys)
+                if None in found:
+                    blocks.resolved_blocks([(it, k) for it, k, blk in zip(live, keys, found) if blk is None])
+                    found = blocks.lookup(keys)
             held = []
-            for (b, lo, hi, st), key in zip(live, keys):
-                blk = get(key)
+            for (b, lo, hi, st), blk in zip(live, found):
                 if blk.code is None:
                     held.append((b, st))
                     continue
