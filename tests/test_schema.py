@@ -433,6 +433,29 @@ def test_refusals_name_keyword_and_pointer(schema, pointer) -> None:
     assert pointer in str(err.value)
 
 
+@pytest.mark.parametrize("draft", ["draft-04", "2020-12"])
+def test_plain_name_references(draft) -> None:
+    """``$ref: "#name"`` names the subschema that declares it (``id: "#name"`` in draft-04 to 07,
+    ``$anchor`` since 2019-09), not the root: an invalid member value is refused (MaskBench
+    Github_easy---o35904 accepted ``-1`` against ``minimum: 0`` when the name fell back to the root)."""
+    if draft == "draft-04":
+        root = {"$schema": "http://json-schema.org/draft-04/schema#", "definitions": {
+            "drive": {"id": "#drive", "type": "object", "properties": {"limit": {"type": "number", "minimum": 0}},
+                      "required": ["limit"]}}}
+    else:
+        root = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": {
+            "drive": {"$anchor": "drive", "type": "object", "properties": {"limit": {"type": "number", "minimum": 0}},
+                      "required": ["limit"]}}}
+    schema = {**root, "type": "object", "properties": {"d": {"$ref": "#drive"}}}
+    check(schema, [{"d": {"limit": 1}}, {"d": {"limit": -1}}, {"d": {}}, {"d": 3}, {}])
+    for ref, why in (("#nowhere", "points nowhere"), ("#drive/limit", "points nowhere")):
+        with pytest.raises(SchemaError, match=why):
+            gg.Grammar.from_json_schema({**schema, "properties": {"d": {"$ref": ref}}})
+    twice = {**schema, "definitions": {"a": {"$anchor": "drive"}, "b": {"id": "#drive"}}}
+    with pytest.raises(SchemaError, match="more than one subschema"):
+        gg.Grammar.from_json_schema(twice)
+
+
 def test_bad_input() -> None:
     with pytest.raises(SchemaError, match="not JSON"):
         gg.Grammar.from_json_schema("{")

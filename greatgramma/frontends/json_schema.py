@@ -88,6 +88,7 @@ class _Walker:
         self.lexed_apart: list[tuple[str, str]] = []
         self.rule_by_body: dict[str, str] = {}
         self.validator = None  # jsonschema's, for listed_constants
+        self.anchors: dict[str, list[str]] | None = None  # plain-name fragments -> JSON pointers (see resolve)
         self.merge_depth = 0  # alternatives -> the rule of self.rule that has them
         self.keep: list = []  # schemas whose id() keys self.memo
         self.depth = 0
@@ -878,9 +879,19 @@ class _Walker:
         return out
 
     def resolve(self, ref, ptr: str):
+        """The schema a local ``$ref`` names and its JSON pointer: ``#`` and a JSON pointer, or ``#``
+        and a plain name that a subschema declares (``$anchor``, or ``id``/``$id`` of ``#name``)."""
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SchemaError(ptr, "$ref", f"only local references (#/...) are supported, not {ref!r}")
         node, path = self.root, unquote(ref[1:])
+        if path and not path.startswith("/"):  # a plain-name fragment
+            if self.anchors is None:
+                self.anchors = _anchors(self.root)
+            found = self.anchors.get(path, [])
+            if len(found) != 1:
+                why = "points nowhere (no subschema declares that name)" if not found else "is declared by more than one subschema"
+                raise SchemaError(ptr, "$ref", f"{ref!r} {why}")
+            path = found[0]
         for part in [p for p in path.split("/")[1:]] if path else []:
             part = part.replace("~1", "/").replace("~0", "~")
             if isinstance(node, list) and part.isdigit() and int(part) < len(node):
@@ -890,6 +901,26 @@ class _Walker:
             else:
                 raise SchemaError(ptr, "$ref", f"{ref!r} points nowhere")
         return node, "#" + path
+
+
+_DATA = {"enum", "const", "default", "examples"}  # keywords whose values are instances, not schemas
+
+
+def _anchors(root) -> dict[str, list[str]]:
+    """Plain names that subschemas declare (``$anchor: name``, or ``id``/``$id`` of ``#name`` as
+    draft-04 to 07 write them) -> the JSON pointers (without ``#``) of the subschemas."""
+    out: dict[str, list[str]] = {}
+    stack = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            names = [node.get("$anchor")] + [node[k][1:] for k in ("id", "$id") if isinstance(node.get(k), str) and node[k].startswith("#")]
+            for name in dict.fromkeys(n for n in names if isinstance(n, str) and n):
+                out.setdefault(name, []).append(path)
+            stack += [(v, f"{path}/{_escape(k)}") for k, v in node.items() if k not in _DATA]
+        elif isinstance(node, list):
+            stack += [(v, f"{path}/{i}") for i, v in enumerate(node)]
+    return out
 
 
 def _with_length(nodes, lo: int, hi, ptr: str, terms) -> list:
