@@ -406,9 +406,9 @@ static PyObject *resolve_held(PyObject *self, PyObject *args) {
 /* block_codes(first i64[K], rest i64[K], seg i64[K], strings i64[K], base i64[nseg], width, code i32[M],
  *             firsts u8[nseg * width], held u8[nseg], ends_seg i64[K], ends_state i64[K]) -> ends
  * The status codes of subtree results (blocks.StatusLayout with `width` first kinds; first DEAD:
- * a dead string, code 0), written at code[base[seg] + string]; per segment, the first kinds met (firsts[seg * width + first - NO_TERM])
- * and whether a result is held (FALLBACK, END_HELD); the (segment, end state) pairs met, once each,
- * in the first `ends` entries of ends_seg/ends_state. */
+ * a dead string, code 0), written at code[base[seg] + string]; per segment, the first kinds met
+ * (firsts[seg * width + first - NO_TERM]) and whether a result is held (FALLBACK, END_HELD); the
+ * (segment, end state) pairs met, once each, in the first `ends` entries of ends_seg/ends_state. */
 #define CODES_ARGS 10
 static PyObject *block_codes(PyObject *self, PyObject *args) {
     PyObject *o[CODES_ARGS];

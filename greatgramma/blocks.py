@@ -88,11 +88,8 @@ class BlockTable:
     def __getitem__(self, key: tuple) -> Block:
         return self._blocks[key]
 
-    def get(self, key: tuple) -> Block | None:
-        return self._blocks.get(key)
-
     def lookup(self, keys: list[tuple]) -> list[Block | None]:
-        """``get`` of each key (one call for a lexer state's bytes)."""
+        """The block of each key, or None (one call for all of a lexer state's bytes)."""
         return list(map(self._blocks.get, keys))
 
     def _entered_subtrees(self) -> list[tuple[int, int, int, int]]:

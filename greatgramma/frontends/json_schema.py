@@ -473,7 +473,7 @@ class _Walker:
             return self.any_order_rules(members, addl, allow_empty, branches)
         if self.any_order and len(branches) == 1 and len(members) <= TWO_ORDERS:
             first = [index[n] for n in required]
-            second = first + [i for i in range(len(members)) if i not in set(first)]
+            second = first + [i for i in range(len(members)) if i not in first]
             if second != list(range(len(members))):
                 return self.two_order_rules(members, addl, allow_empty, second)
         return self.object_rules(members, addl, allow_empty, branches=branches)
