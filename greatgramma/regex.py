@@ -298,11 +298,11 @@ class _Builder:
                 i += 1
                 continue
             if op is C.ASSERT_NOT and av[0] == 1:
-                literal = self.literal_bytes(av[1], flags, "a negative lookahead other than (?!literal)")
-                nfa.guards.append(literal)
-                nxt = nfa.new()
-                nfa.guard_eps.setdefault(cur, []).append((nxt, len(nfa.guards) - 1))
-                cur = nxt
+                for literal in self.guard_literals(av[1], flags):  # the thread must pass every guard
+                    nfa.guards.append(literal)
+                    nxt = nfa.new()
+                    nfa.guard_eps.setdefault(cur, []).append((nxt, len(nfa.guards) - 1))
+                    cur = nxt
                 i += 1
                 continue
             a, b = self.node(op, av, flags, rest_nullable)
@@ -320,6 +320,16 @@ class _Builder:
                 raise self.unsupported(construct)
             out.append(ch)
         return "".join(out).encode("utf-8")
+
+    def guard_literals(self, body, flags: int) -> list[bytes]:
+        """``(?!X)`` as literals none of which may follow: X itself, or each byte of X when X is
+        one class of ASCII characters (``(?![0-9.])``)."""
+        items = list(body)
+        if len(items) == 1 and items[0][0] is C.IN and not flags & re.IGNORECASE:
+            ranges = class_ranges(C.IN, items[0][1], flags)
+            if ranges and ranges[-1][1] < 0x80:
+                return [bytes([b]) for lo, hi in ranges for b in range(lo, hi + 1)]
+        return [self.literal_bytes(items, flags, "a negative lookahead other than (?!literal) or (?![ASCII class])")]
 
     def lookbehind(self, before, body, flags: int) -> None:
         """(?<!X) right after literal characters that rule X out (or in) is decided statically."""

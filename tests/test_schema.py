@@ -13,6 +13,7 @@ import json
 from functools import lru_cache
 
 import jsonschema
+import lark
 import pytest
 from helpers import bit
 from hypothesis import given, settings
@@ -35,6 +36,20 @@ def masker_for(schema_text: str, whitespace="json", additional_properties=True) 
     return gg.Masker(gg.compile(grammar, byte_vocab()))
 
 
+@lru_cache(maxsize=None)
+def lark_for(schema_text: str, whitespace="json", additional_properties=True) -> lark.Lark:
+    grammar = gg.Grammar.from_json_schema(schema_text, whitespace=whitespace, additional_properties=additional_properties)
+    return lark.Lark(grammar.text, parser="lalr", lexer="basic")
+
+
+def lark_parses(parser: lark.Lark, text: str) -> bool:
+    try:
+        parser.parse(text)
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
 def accepts(m: gg.Masker, text: str) -> bool:
     state = m.initial_state()
     for b in text.encode("utf-8"):
@@ -50,11 +65,13 @@ def oracle(schema, instance) -> bool:
 
 
 def check(schema, instances, **options) -> None:
+    """The masks accept exactly the valid instances, and Lark (LALR, basic lexer) parses each."""
     m = masker_for(json.dumps(schema), **options)
     for inst in instances:
         expected = oracle(schema, inst)
         for text in (json.dumps(inst, ensure_ascii=False), json.dumps(inst, indent=2, ensure_ascii=False)):
             assert accepts(m, text) == expected, (schema, text, expected)
+            assert not expected or lark_parses(lark_for(json.dumps(schema), **options), text), (schema, text)
 
 
 OBJ = {
@@ -79,6 +96,10 @@ CASES = {
     "enum": ({"enum": ["red", "green", 3, None, [1, 2], {"a": 1}]},
              ["red", "green", "blue", 3, 4, None, [1, 2], [2, 1], {"a": 1}, {"a": 2}]),
     "const": ({"const": "x\"y\\z\n"}, ["x\"y\\z\n", "xyz"]),
+    "enum-integral-float": ({"type": "array", "items": {"enum": [2.0, 1.5, -3, 1e3]}}, [[2], [2.0], [1.5], [-3], [1000], [1000.0], [3], [15]]),
+    "numbers-beside-literals": ({"type": "object", "properties": {"a": {"enum": [2, 1.5]}, "b": {"type": "integer"}, "c": {"type": "number"},
+                                                                  "d": {"type": "integer", "minimum": 0, "maximum": 5}}},
+                                [{"a": 2, "b": 23, "c": 100}, {"a": 1.5, "c": 2.5}, {"c": 1.5e-7, "b": -200}, {"d": 5}, {"d": 50}, {"a": 22}]),
     "anyOf": ({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 5}]},
               ["ab", "abc", 5, 4, None]),
     "anyOf-shared-terminals": ({"anyOf": [{"enum": ["web", "app", 3]}, {"type": "string"}, {"type": "integer", "minimum": 0},
@@ -256,7 +277,8 @@ def test_strings_are_spelled_canonically() -> None:
 
 
 def test_order_is_canonical_and_extra_members_come_last() -> None:
-    wide = {**OBJ, "properties": {**OBJ["properties"], "id": {"type": "integer"}}}  # four named members
+    more = {n: {"type": "integer"} for n in ("id", "x", "y")}
+    wide = {**OBJ, "properties": {**OBJ["properties"], **more}}  # six named members
     m = masker_for(json.dumps(wide))
     assert accepts(m, '{"name": "x", "age": 1}')
     assert not accepts(m, '{"age": 1, "name": "x"}')  # outside the canonical form: refused
@@ -294,9 +316,9 @@ def test_any_order_falls_back_to_the_canonical_form_where_lalr_cannot_take_it() 
 @pytest.mark.parametrize("required", [[], ["b"], ["a", "c"], ["a", "b", "c"]])
 @pytest.mark.parametrize("extra", [None, False, {"type": "integer"}])
 def test_small_objects_take_any_order(required, extra) -> None:
-    """At most three named members: every order of every subset, with and without members the
-    schema does not name (after the named ones), against jsonschema; an unnamed member before a
-    named one is outside the form."""
+    """At most ``ANY_ORDER`` (5) named members: every order of every subset of three, with and
+    without members the schema does not name (after the named ones), against jsonschema; an
+    unnamed member before a named one is outside the form; five members in reverse order."""
     import itertools
 
     schema = {"type": "object", "properties": {n: {"type": "integer"} for n in "abc"}, "required": required}
@@ -310,6 +332,9 @@ def test_small_objects_take_any_order(required, extra) -> None:
                 text = json.dumps(inst)
                 assert accepts(m, text) == oracle(schema, inst), text
     assert not accepts(m, '{"y": 1, "a": 1, "b": 1, "c": 1, "z": 1}')
+    schema["properties"].update({n: {"type": "integer"} for n in "de"})
+    m = masker_for(json.dumps(schema))
+    assert accepts(m, '{"e": 1, "d": 1, "c": 1, "b": 1, "a": 1}') and not accepts(m, '{"e": 1, "d": 1, "e": 1}')
 
 
 @pytest.mark.parametrize("required", [[], ["p0"], ["p3"], ["p5"], ["p1", "p4"], [f"p{i}" for i in range(6)]])
@@ -344,23 +369,51 @@ def in_order(written: list[str], order: list[str]) -> bool:
 @pytest.mark.parametrize("required", [["p4", "p1"], ["p2", "p0", "p4"], ["p3"], ["p1", "p2"]])
 @pytest.mark.parametrize("extra", [None, False])
 def test_required_members_first_is_the_other_canonical_order(required, extra) -> None:
-    """Four to 16 named members: in the order of ``properties``, or the required ones first (in
-    the order of ``required``) and then the others (in ``properties`` order); every order of every
-    subset, with and without an unnamed member, against that rule and jsonschema."""
+    """Six to ``FEW_ORDERS`` named members: in the order of ``properties``, or the required ones
+    first (in the order of ``required``) and then the others (in ``properties`` order); every
+    order of every subset of up to four, with and without an unnamed member, against that rule
+    and jsonschema."""
     import itertools
 
-    names = [f"p{i}" for i in range(5)]
+    names = [f"p{i}" for i in range(6)]
     schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "required": required}
     if extra is not None:
         schema["additionalProperties"] = extra
     second = [*required, *(n for n in names if n not in required)]
     m = masker_for(json.dumps(schema))
-    for k in range(len(names) + 1):
+    for k in range(5):
         for written in itertools.permutations(names, k):
             for tail in ([], [("zz", 1)]):
                 inst = dict([(n, i) for i, n in enumerate(written)] + tail)
                 canonical = in_order(list(written), names) or in_order(list(written), second)
                 assert accepts(m, json.dumps(inst)) == (canonical and oracle(schema, inst)), inst
+
+
+@pytest.mark.parametrize("combinator", ["allOf", "oneOf", "$ref"])
+def test_merged_members_may_come_first(combinator) -> None:
+    """Where a merge joins two lists of properties (an allOf part, a oneOf branch and the schema
+    around it, a $ref beside properties), the merged-in part's members may also come first. Seven
+    members (past ANY_ORDER): every order of every subset of up to three and each order written
+    in full, against the three orders and jsonschema."""
+    import itertools
+
+    own = {f"p{i}": {"type": "integer"} for i in range(4)}
+    part = {"properties": {f"q{i}": {"type": "integer"} for i in range(3)}, "required": ["q1"]}
+    schema = {"type": "object", "properties": own}
+    if combinator == "$ref":
+        schema.update({"$ref": "#/$defs/part", "$defs": {"part": part}})
+        first, second = list(part["properties"]), list(own)  # the target, then the keywords beside it
+    else:
+        schema[combinator] = [part]
+        first, second = list(own), list(part["properties"])
+    names = first + second
+    orders = [names, ["q1", *(n for n in names if n != "q1")], second + first]
+    m = masker_for(json.dumps(schema))
+    written_lists = [w for k in range(4) for w in itertools.permutations(names, k)] + [tuple(o) for o in orders]
+    for written in written_lists + [tuple(reversed(o)) for o in orders]:
+        inst = {n: i for i, n in enumerate(written)}
+        expected = any(in_order(list(written), o) for o in orders) and oracle(schema, inst)
+        assert accepts(m, json.dumps(inst)) == expected, inst
 
 
 @pytest.mark.parametrize("branches", [[["b"], ["d"], ["a", "e"]], [["a"], []], [["e"], ["a", "e"]]])

@@ -5,12 +5,14 @@ The canonical form (what every engine generates, and what MaskBench serializes):
 
 * object members in the order of ``properties`` (each optional one may be left out; an object
   of at most ``ANY_ORDER`` named members takes them in any order, and one of at most
-  ``TWO_ORDERS`` also takes the required ones first, in the order of ``required``, then the
-  others; neither with ``any_order=0``, which ``Grammar.from_json_schema`` asks for where those
-  orders are not LALR(1)), then the members the
-  schema does not name (when additional properties are allowed), in any order;
+  ``FEW_ORDERS`` also takes the required ones first, in the order of ``required``, then the
+  others, and where ``allOf``, ``$ref`` beside keywords or a ``oneOf``/``anyOf`` branch merged
+  two lists of properties, the merged part's members first; none of these with ``any_order=0``,
+  which ``Grammar.from_json_schema`` asks for where those orders are not LALR(1)), then the
+  members the schema does not name (when additional properties are allowed), in any order;
 * strings that the schema fixes (property names, ``enum``/``const``) in any JSON spelling;
-  numbers that it fixes (``enum``/``const``) as ``json.dumps`` writes them; integers without a
+  numbers that it fixes (``enum``/``const``) as ``json.dumps`` writes them (an integral float
+  also as an integer: ``2.0`` and ``2``); integers without a
   fraction or exponent (``1``, not ``1.0``); non-integer numbers between bounds other than 0 with
   an exponent only as ``json.dumps`` and serde_json write one (one non-zero digit before the
   point: ``1.5e3``, not ``15e2``; see :mod:`.numbers`), compared with the bounds exactly;
@@ -47,9 +49,11 @@ TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
 SKIP_BLOCK = 2  # optional object members one rule may skip at once (see object_rules)
-ANY_ORDER = 3  # objects of at most this many named members take them in any order (see any_order_rules)
-TWO_ORDERS = 16  # objects of up to this many named members also take the required ones first (two_order_rules)
+ANY_ORDER = 5  # objects of at most this many named members take them in any order (see any_order_rules)
+FEW_ORDERS = 24  # objects of up to this many named members also take a few other orders (order_rules)
+MAX_ORDERS = 4  # the orders one object takes at most
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
+ORDERS = "$greatgramma:orders"  # internal: other member orders a merge gives (lists of names; see _merge)
 NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
@@ -471,11 +475,14 @@ class _Walker:
         allow_empty = n_req == 0 and lo == 0
         if 2 <= len(members) <= self.any_order:
             return self.any_order_rules(members, addl, allow_empty, branches)
-        if self.any_order and len(branches) == 1 and len(members) <= TWO_ORDERS:
-            first = [index[n] for n in required]
-            second = first + [i for i in range(len(members)) if i not in first]
-            if second != list(range(len(members))):
-                return self.two_order_rules(members, addl, allow_empty, second)
+        if self.any_order and len(branches) == 1 and len(members) <= FEW_ORDERS:
+            orders = [list(range(len(members)))]
+            for names in [required, *schema.get(ORDERS, [])]:  # required first; each side of a merge first
+                first = list(dict.fromkeys(index[n] for n in names if n in index))
+                orders.append(first + [i for i in range(len(members)) if i not in first])
+            orders = [list(o) for o in dict.fromkeys(map(tuple, orders))][:MAX_ORDERS]
+            if len(orders) > 1:
+                return self.order_rules(members, addl, allow_empty, orders)
         return self.object_rules(members, addl, allow_empty, branches=branches)
 
     def member_value(self, sub, ptr: str) -> str | None:
@@ -663,17 +670,16 @@ class _Walker:
             out.append(t.empty("object"))
         return " | ".join(out)
 
-    def two_order_rules(self, members, addl, allow_empty: bool, second: list[int]) -> str:
-        """``{`` the named members in the order of ``properties`` or in ``second`` (the required
-        ones in the order of ``required``, then the others), each optional one may be left out,
-        then the additional ones ``}``. One rule per state of the automaton that reads members
-        in both orders at once (a place in each, or none where the order was broken), so each
-        alternative after a comma begins with its own key terminal and LALR(1) stays exact."""
+    def order_rules(self, members, addl, allow_empty: bool, orders: list[list[int]]) -> str:
+        """``{`` the named members in one of ``orders`` (the first is that of ``properties``),
+        each optional one may be left out, then the additional ones ``}``. One rule per state of
+        the automaton that reads members in every order at once (a place in each, or None where
+        the order was broken), so each alternative after a comma begins with its own key terminal
+        and LALR(1) stays exact."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
         tail = f"({comma} {addl})*" if addl else ""
-        orders = (list(range(n)), second)
         place = [{m: j for j, m in enumerate(order)} for order in orders]
         required = [req for _, req in members]
 
@@ -693,7 +699,7 @@ class _Walker:
             out = []
             for m in range(n):
                 nxt = tuple(step(k, at, m) for k, at in enumerate(state))
-                if nxt != (None, None):
+                if any(at is not None for at in nxt):
                     out.append((m, nxt))
             return out
 
@@ -708,7 +714,7 @@ class _Walker:
                 rests[state] = self.rule(alts) if alts != [""] else ""
             return rests[state]
 
-        start = (0, 0)
+        start = (0,) * len(orders)
         body = [f"{members[m][0]} {rest(nxt)}".strip() for m, nxt in moves(start)]
         if addl and done(start):
             body.append(f"{addl} {tail}")
@@ -741,6 +747,8 @@ class _Walker:
         t = self.terms
         if v is None or isinstance(v, bool):
             return f'"{json.dumps(v)}"'
+        if isinstance(v, float) and v.is_integer():  # 2.0 is the number 2: either spelling
+            return f"({t.literal(v)} | {t.literal(int(v))})"
         if isinstance(v, (str, int, float)):
             return t.literal(v)
         if isinstance(v, list):
@@ -835,6 +843,8 @@ class _Walker:
             return False
         out = dict(a)
         for k, v in b.items():
+            if k == ORDERS:
+                continue  # (below)
             if k in ANNOTATIONS or k not in out or _json_eq(out[k], v):
                 out[k] = out.get(k, v) if k in ANNOTATIONS else v
                 continue
@@ -863,6 +873,16 @@ class _Walker:
                 out[k] = [x for x in w if any(_json_eq(x, y) for y in v)]
             else:
                 raise SchemaError(ptr, k, f"allOf with two different `{k}` cannot be merged exactly")
+        names = list(out.get("properties", {}))
+        if a.get("properties") and b.get("properties") or ORDERS in a or ORDERS in b:
+            # each side's own orders, then b's members first (instances often write the members of
+            # an allOf part or a oneOf branch before those of the schema around it)
+            orders = [*a.get(ORDERS, []), *b.get(ORDERS, []), list(b.get("properties", {}))]
+            orders = [[*o, *(x for x in names if x not in o)] for o in orders]
+            orders = [list(o) for o in dict.fromkeys(map(tuple, orders)) if list(o) != names]
+            out.pop(ORDERS, None)
+            if orders:
+                out[ORDERS] = orders[:MAX_ORDERS]
         for x, y in ((a, b), (b, a)):  # additionalProperties of one side constrains the other's properties
             if x.get("additionalProperties", True) in (True, {}):
                 continue  # (true allows everything: no constraint)

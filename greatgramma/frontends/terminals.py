@@ -30,6 +30,11 @@ from .relations import relation
 STRING_RE = r'"(?:[^"\\\x00-\x1f]|\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f])))*"'
 FRACTION_RE = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)"
 WS = "[ \\t\\n\\r]"
+# After every number terminal: the numeral ends here. With it, Python's ``re`` (Lark's basic
+# lexer, which takes the first terminal matching a prefix) can only match a whole numeral, as the
+# maximal-munch lexer does: without it Lark lexed ``23`` as ``2`` then ``3`` wherever a terminal
+# tried first holds ``2`` (a literal, a bounded interval, an alternative tried before a longer one).
+NUMERAL_END = r"(?![0-9.eE])"
 MAX_STRING_TERMINALS = 64  # constrained-string terminals, intersections included
 _PROBES = ("", "a", " ", "\n", "\x00", "\u00e9", "-", "ab")  # strings any language of every string holds (a quick test first)
 ANY_VALUE = rx.raw_regex(("rep", rx.ANY_CHAR, 0, None))  # every string value
@@ -161,7 +166,7 @@ class Terminals:
             if isinstance(value, str):
                 terms.append(f"{name}.{top}: /{rx.json_string_regex(rx.literal(value))}/")
             else:
-                terms.append(f'{name}.{top}: "{text}"')
+                terms.append(f"{name}.{top}: /{re.escape(text)}{NUMERAL_END}/")
         for regex, name in self.languages.items():
             if name not in self.shadowed:
                 terms.append(f"{name}.{depth[name]}: /{regex}/")
@@ -172,11 +177,11 @@ class Terminals:
         atoms = self._int_atoms()
         if "FRACTION" in self.used or self.int_requests:
             for (lo, hi), name in atoms.items():
-                terms.append(f"{name}: /{integer_regex(lo, hi)}/")
+                terms.append(f"{name}: /{integer_regex(lo, hi)}{NUMERAL_END}/")
         if "FRACTION" in self.used:
             pieces = self._fraction_pieces()
             for name, regex in pieces.values():
-                terms.append(f"{name}: /{regex}/")
+                terms.append(f"{name}: /{regex}{NUMERAL_END}/")
             emit("num", [*(n for n, _ in pieces.values()), *atoms.values(), *numbers.values()])
             for (lo, hi), (rule, ints) in self.num_requests.items():
                 alts = [n for (a, b), (n, _) in pieces.items() if _piece_within(a, b, lo, hi)]
