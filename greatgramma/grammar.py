@@ -127,10 +127,11 @@ class Grammar:
         run; ``additional_properties=False`` forbids members the schema does not name where it
         says nothing; ``max_repeat`` bounds how far lengths and item counts are unrolled. Checked
         with ``strict=True``: a conflict Lark would resolve silently is refused instead. Objects
-        of at most three named members take them in any order, and of up to 16 the required ones
-        first (in the order of ``required``) as well as in ``properties`` order, unless that leaves
-        the grammar outside LALR(1) (objects of a union told apart by a member's value: the parser
-        would have to see that member first); then every object keeps the order of ``properties``.
+        of at most five named members take them in any order, and of up to 24 the required ones
+        first (in the order of ``required``) and a merged part's members first (``allOf``, a
+        ``oneOf`` branch) as well as in ``properties`` order, unless that leaves the grammar
+        outside LALR(1) (objects of a union told apart by a member's value: the parser would have
+        to see that member first); then every object keeps the order of ``properties``.
         """
         from .frontends.json_schema import ANY_ORDER, json_schema_to_lark
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import numpy as np
 import pytest
 from helpers import BENCH, dfa_boundary, single_terminal_lexer
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 import greatgramma as gg
 from greatgramma.lexer import DEAD, TerminalSpec, build_lexer
+from greatgramma.errors import UnsupportedRegexError
 from greatgramma.lexing import LexingTransducer
 from greatgramma.regex import utf8_sequences
 
@@ -96,6 +98,18 @@ def test_terminal_ended_only_by_lookahead_is_producible() -> None:
     for tok in (2, 2, 1):  # ">", ">", "a": each one allowed
         state = masker.advance(state, tok)
     assert masker.is_complete(state)
+
+
+def test_lookahead_of_an_ascii_class_is_one_guard_per_byte() -> None:
+    """``(?![0-9.eE])`` (the end of a JSON Schema grammar's numerals) builds the lexer that the
+    same lookaheads written one literal each build; a class with non-ASCII characters is refused."""
+    spelled = "".join(f"(?!{c})" for c in "0123456789") + r"(?!\.)(?!e)(?!E)"
+    a = build_lexer([spec("N", r"-?[0-9]+(?![0-9.eE])"), spec("F", r"[0-9]+\.[0-9]+")])
+    b = build_lexer([spec("N", r"-?[0-9]+" + spelled), spec("F", r"[0-9]+\.[0-9]+")])
+    assert np.array_equal(a.delta, b.delta) and np.array_equal(a.accept, b.accept)
+    assert np.array_equal(a.accept_next, b.accept_next)
+    with pytest.raises(UnsupportedRegexError, match="negative lookahead"):
+        build_lexer([spec("N", "[0-9]+(?![0-9\u00e9])")])
 
 
 def test_priority_beats_string() -> None:
