@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import greatgramma as gg
-from greatgramma.lexer import DEAD, TerminalSpec, build_lexer
 from greatgramma.errors import UnsupportedRegexError
+from greatgramma.lexer import DEAD, TerminalSpec, build_lexer
 from greatgramma.lexing import LexingTransducer
 from greatgramma.regex import utf8_sequences
 

@@ -476,11 +476,8 @@ class _Walker:
         if 2 <= len(members) <= self.any_order:
             return self.any_order_rules(members, addl, allow_empty, branches)
         if self.any_order and len(branches) == 1 and len(members) <= FEW_ORDERS:
-            orders = [list(range(len(members)))]
-            for names in [required, *schema.get(ORDERS, [])]:  # required first; each side of a merge first
-                first = list(dict.fromkeys(index[n] for n in names if n in index))
-                orders.append(first + [i for i in range(len(members)) if i not in first])
-            orders = [list(o) for o in dict.fromkeys(map(tuple, orders))][:MAX_ORDERS]
+            heads = [[], required, *schema.get(ORDERS, [])]  # properties; required first; each side of a merge first
+            orders = _completed([[index[n] for n in h if n in index] for h in heads], list(range(len(members))))[:MAX_ORDERS]
             if len(orders) > 1:
                 return self.order_rules(members, addl, allow_empty, orders)
         return self.object_rules(members, addl, allow_empty, branches=branches)
@@ -873,16 +870,15 @@ class _Walker:
                 out[k] = [x for x in w if any(_json_eq(x, y) for y in v)]
             else:
                 raise SchemaError(ptr, k, f"allOf with two different `{k}` cannot be merged exactly")
-        names = list(out.get("properties", {}))
         if a.get("properties") and b.get("properties") or ORDERS in a or ORDERS in b:
             # each side's own orders, then b's members first (instances often write the members of
             # an allOf part or a oneOf branch before those of the schema around it)
-            orders = [*a.get(ORDERS, []), *b.get(ORDERS, []), list(b.get("properties", {}))]
-            orders = [[*o, *(x for x in names if x not in o)] for o in orders]
-            orders = [list(o) for o in dict.fromkeys(map(tuple, orders)) if list(o) != names]
+            names = list(out.get("properties", {}))
+            orders = _completed([*a.get(ORDERS, []), *b.get(ORDERS, []), list(b.get("properties", {}))], names)
+            orders = [o for o in orders if o != names][:MAX_ORDERS]
             out.pop(ORDERS, None)
             if orders:
-                out[ORDERS] = orders[:MAX_ORDERS]
+                out[ORDERS] = orders
         for x, y in ((a, b), (b, a)):  # additionalProperties of one side constrains the other's properties
             if x.get("additionalProperties", True) in (True, {}):
                 continue  # (true allows everything: no constraint)
@@ -992,6 +988,13 @@ def _required_any_of(branches: list):
     if not all(_json_eq(rest[0], r) for r in rest[1:]):
         return None
     return {**rest[0], REQUIRED_ANY_OF: [list(b.get("required", [])) for b in branches]}
+
+
+def _completed(heads: list[list], everything: list) -> list[list]:
+    """Each head (without repeats) followed by the rest of ``everything`` in its order; equal
+    results once, in the order of their heads."""
+    out = [(*dict.fromkeys(h), *(x for x in everything if x not in h)) for h in heads]
+    return [list(o) for o in dict.fromkeys(out)]
 
 
 def _escape(name: str) -> str:
