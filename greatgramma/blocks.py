@@ -23,6 +23,9 @@ from .codes import DEAD, END, NO_TERM
 from .subtrees import SubtreeWalks, is_held
 
 
+MIN_LOOP = 64  # bytes a DFA state loops on, from which compiling builds the blocks it enters (fill_loops)
+
+
 @dataclass(frozen=True)
 class StatusLayout:
     """Where things are in the per-step status vector. Entry 0 is always false (``dead``); the
@@ -82,6 +85,15 @@ class BlockTable:
         if self._lexer.columns is None:  # with an indenter they cost ~0.2 s up front: built on first use
             self.resolved_blocks(self._entered_held_blocks())
 
+    def fill_loops(self, min_loop: int = MIN_LOOP) -> None:
+        """Build the blocks that DFA states looping on at least ``min_loop`` bytes enter (the inside
+        of a string or a comment): nearly every output reaches them, and their blocks hold most of
+        the vocabulary, so building them while compiling keeps the slowest first masks off the
+        decoding path."""
+        delta = self._lexer.delta
+        loops = (delta == np.arange(len(delta))[:, None]).sum(axis=1) >= min_loop
+        self.new_blocks([item for item in self._entered_subtrees(loops) if (item[0], item[3]) not in self._blocks])
+
     def __contains__(self, key: tuple) -> bool:
         return key in self._blocks
 
@@ -92,14 +104,17 @@ class BlockTable:
         """The block of each key, or None (one call for all of a lexer state's bytes)."""
         return list(map(self._blocks.get, keys))
 
-    def _entered_subtrees(self) -> list[tuple[int, int, int, int]]:
+    def _entered_subtrees(self, sources: np.ndarray | None = None) -> list[tuple[int, int, int, int]]:
         """(first byte, first string, end string, DFA state after the byte) for every subtree some
-        lexer state enters. With an indenter, only states without a pending newline column: the
-        column ones are few per program, and each would be its own block."""
+        lexer state (other than the start state; among ``sources``, bool per state, if given)
+        enters. With an indenter, only states without a pending newline column: the column ones
+        are few per program, and each would be its own block."""
         lexer, roots = self._lexer, self.subtrees.trie.root_children
         firsts = np.array([b for b, _, _ in roots], dtype=np.int64)
         entered = np.zeros((len(roots), lexer.num_states), dtype=bool)
         states = lexer.delta[1:, firsts].T
+        if sources is not None:
+            states = np.where(sources[1:], states, DEAD)
         rows = np.broadcast_to(np.arange(len(roots))[:, None], states.shape)
         alive = states != DEAD
         entered[rows[alive], states[alive]] = True

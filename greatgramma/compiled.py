@@ -121,8 +121,10 @@ def compile(  # noqa: A001
     (built once per vocabulary and shared).
 
     The token-level tables (the suffix rows of the transducer, the subtree walks and the
-    per-byte blocks) are filled as decoding reaches the lexer states that need them, or all
-    here with ``eager=True`` (seconds for a big grammar: then no mask has to walk the trie).
+    per-byte blocks) are filled as decoding reaches the lexer states that need them, except the
+    blocks entered from DFA states that loop on many bytes (inside a string or a comment: most
+    of the vocabulary, reached by nearly every output), built here; or all here with
+    ``eager=True`` (seconds for a big grammar: then no mask has to walk the trie).
     The masks are the same either way. ``progress(stage, seconds)`` is called as each of
     :data:`STAGES` finishes.
 
@@ -164,6 +166,8 @@ def compile(  # noqa: A001
     sequences, blocks = masking_tables(transducer, subtrees)
     if eager:
         blocks.fill()
+    else:
+        blocks.fill_loops()
     lap("blocks")
     walked = subtrees.num_walked
     return CompiledGrammar(grammar, vocab, lexer, table, trie, transducer, subtrees, sequences, blocks, timings, walked)

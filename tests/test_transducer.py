@@ -88,3 +88,31 @@ def test_outcome_rows_match_byte_by_byte_lexing(name: str, compiled_loops: str) 
             expected = None if ran is None else (tuple(t for t in ran[0] if not lexer.ignored[t]), ran[1])
             assert (None if row == DEAD else outcomes.unpack(row)) == expected, (x, s)
     assert lexer.num_lexer_states > lexer.num_states  # extended states were met and read
+
+
+@pytest.mark.parametrize("name", ["json", "go"])
+def test_compile_builds_the_blocks_that_looping_states_enter(name: str, monkeypatch) -> None:
+    """A lazy compile builds the blocks entered from DFA states that loop on MIN_LOOP or more bytes
+    (inside a string or a comment): views from those states walk nothing more, and the blocks
+    are the ones a view builds for itself. (With an indenter, the subtrees that enter a pending
+    newline column are left to the views, as in eager compiling; test_views_match_byte_by_byte_lexing
+    checks those views.)"""
+    from greatgramma.blocks import MIN_LOOP, BlockTable
+
+    compiled, vocab, _, _ = _setup(name)
+    delta = compiled.lexer.delta
+    looping = [q for q in range(1, len(delta)) if (delta[q] == q).sum() >= MIN_LOOP]
+    assert looping, "the grammar has a state that loops on many bytes (a string's inside)"
+    built = dict(compiled.blocks._blocks)
+    plain = BlockTable(compiled.subtrees, compiled.blocks.layout)  # the same subtrees, no blocks yet
+    views = LexerViews(compiled.blocks, vocab.vocab_size, 64 << 20, 1 << 20)
+    monkeypatch.setattr(BlockTable, "new_blocks", lambda *a, **k: pytest.fail("a looping state walked a new subtree"))
+    for q in looping:
+        views.view(q)
+    monkeypatch.undo()
+    plain.new_blocks([(b, lo, hi, st) for b, lo, hi in compiled.trie.root_children for st in [int(delta[looping[0], b])]
+                      if st != DEAD])
+    for key, blk in plain._blocks.items():
+        got = built[key]
+        assert (got.code is None) == (blk.code is None) and got.firsts == blk.firsts and got.end_states == blk.end_states
+        assert got.code is None or np.array_equal(got.code, blk.code)
