@@ -92,7 +92,7 @@ class BlockTable:
         decoding path."""
         delta = self._lexer.delta
         loops = (delta == np.arange(len(delta))[:, None]).sum(axis=1) >= min_loop
-        self.new_blocks([item for item in self._entered_subtrees(loops) if (item[0], item[3]) not in self._blocks])
+        self.new_blocks(self._entered_subtrees(loops))
 
     def __contains__(self, key: tuple) -> bool:
         return key in self._blocks
