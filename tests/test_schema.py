@@ -517,6 +517,43 @@ def test_bad_input() -> None:
     gg.Grammar.from_json_schema({"type": "string", "title": "t", "x-custom": 1})  # annotations are ignored
 
 
+MALFORMED = [  # (schema, pointer and keyword named, what is wrong)
+    ({"type": "string", "maxLength": -1}, "#/maxLength", "non-negative integer, not -1"),
+    ({"type": "string", "minLength": True}, "#/minLength", "non-negative integer, not true"),
+    ({"type": "array", "minItems": "2"}, "#/minItems", "non-negative integer"),
+    ({"type": "object", "minProperties": 1.5}, "#/minProperties", "non-negative integer, not 1.5"),
+    ({"allOf": [{"maxLength": "x"}, {"maxLength": 3}]}, "#/allOf/0/maxLength", "non-negative integer"),
+    ({"type": "string", "pattern": 3}, "#/pattern", "must be a string"),
+    ({"type": "string", "format": ["date"]}, "#/format", "must be a string"),
+    ({"type": "object", "required": [1]}, "#/required", "array of strings"),
+    ({"type": "object", "required": True}, "#/required", "draft 3"),
+    ({"type": 3}, "#/type", "type name"),
+    ({"type": "array", "prefixItems": 3}, "#/prefixItems", "must be an array"),
+    ({"type": "array", "uniqueItems": "yes"}, "#/uniqueItems", "must be a boolean"),
+    ({"type": "integer", "multipleOf": 0}, "#/multipleOf", "greater than 0"),
+    ({"type": "object", "properties": {"a": {"type": "string", "maxLength": 300}}}, "#/properties/a/maxLength",
+     "300 is past the bound on unrolled lengths, max_repeat=128"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(MALFORMED)))
+def test_malformed_keyword_values_are_refused_by_name(k) -> None:
+    """A keyword's malformed value is a SchemaError naming it, never a TypeError from inside
+    (or, for a negative length, a grammar with a nonsense bound)."""
+    schema, where, why = MALFORMED[k]
+    with pytest.raises(SchemaError) as err:
+        gg.Grammar.from_json_schema(schema)
+    assert str(err.value).startswith(f"{where}: ") and why in str(err.value), str(err.value)
+
+
+def test_integral_float_counts_are_integers() -> None:
+    """``3.0`` is an integer from draft 6 on: the bound it sets is 3."""
+    check({"type": "string", "minLength": 1.0, "maxLength": 3.0}, ["", "a", "abc", "abcd"])
+    check({"allOf": [{"type": "array", "maxItems": 2.0}, {"minItems": 1}]}, [[], [1], [1, 2], [1, 2, 3]])
+    # draft 3's boolean `required` on a member's schema that is not an object is not read, as before
+    check({"type": "object", "properties": {"a": {"type": "string", "required": True}}}, [{}, {"a": "x"}, {"a": 1}])
+
+
 def test_real_tokenizer_walk(vocabularies, hf_tokenizers) -> None:
     from greatgramma.tokenize import encode_exact
 

@@ -163,6 +163,7 @@ class _Walker:
             return []
         if not isinstance(schema, dict):
             raise SchemaError(ptr, "", f"a schema is an object or a boolean, not {type(schema).__name__}")
+        schema = checked_keywords(schema, ptr)
         values = self.listed_constants(schema, ptr)
         if values is not None:  # a finite language: the listed values the whole schema takes
             return self.constants({"enum": values}, ptr) if values else []
@@ -346,8 +347,10 @@ class _Walker:
                 raise SchemaError(ptr, "pattern", str(exc)) from None
         lo, hi = schema.get("minLength", 0), schema.get("maxLength")
         for kw, v in (("minLength", lo), ("maxLength", hi)):
-            if v is not None and (not isinstance(v, int) or v > self.max_repeat):
-                raise SchemaError(ptr, kw, f"{v} is past the bound on unrolled lengths ({self.max_repeat}; max_repeat=)")
+            if v is not None and v > self.max_repeat:
+                raise SchemaError(ptr, kw, f"{v} is past the bound on unrolled lengths, max_repeat={self.max_repeat} "
+                                           "(each position is a lexer state: Grammar.from_json_schema(..., max_repeat=N) "
+                                           "raises it, and compile time and memory grow with it)")
         if lo or hi is not None:
             nodes = _with_length(nodes, lo, hi, ptr, self.terms)
         if not nodes:
@@ -388,7 +391,8 @@ class _Walker:
             last = hi if last is None else min(hi, last)
         for kw, v in (("minItems", lo), ("maxItems", last)):
             if v is not None and v > self.max_repeat:
-                raise SchemaError(ptr, kw, f"{v} is past the bound on unrolled repeats ({self.max_repeat}; max_repeat=)")
+                raise SchemaError(ptr, kw, f"{v} is past the bound on unrolled repeats, max_repeat={self.max_repeat} "
+                                           "(Grammar.from_json_schema(..., max_repeat=N) raises it; the grammar grows with it)")
         if last is not None and lo > last:
             raise SchemaError(ptr, "minItems", "no array length satisfies minItems, maxItems and the item schemas")
         t = self.terms
@@ -827,6 +831,7 @@ class _Walker:
         try:
             if self.merge_depth > 64:  # (recursive schemas whose merge unrolls without end)
                 raise SchemaError(ptr, "allOf", "allOf of recursive schemas that do not merge into a finite schema is not supported")
+            a, b = (checked_keywords(x, ptr) if isinstance(x, dict) else x for x in (a, b))
             return self._merge(a, b, ptr)
         finally:
             self.merge_depth -= 1
@@ -1058,3 +1063,41 @@ def _json_eq(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_json_eq(a[k], b[k]) for k in a)
     return a == b
+
+
+COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+
+
+def checked_keywords(schema: dict, ptr: str) -> dict:
+    """``schema`` with the values of the keywords read as counts, strings or lists checked
+    (a SchemaError naming the keyword where one is malformed); an integral float count (``3.0``,
+    an integer from draft 6 on) becomes an int, in a copy."""
+    fixed = {}
+    for kw in COUNTS:
+        v = schema.get(kw)
+        if v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            continue
+        if isinstance(v, float) and v.is_integer() and v >= 0:
+            fixed[kw] = int(v)
+            continue
+        raise SchemaError(ptr, kw, f"must be a non-negative integer, not {json.dumps(v)}")
+    for kw in ("pattern", "format"):
+        if kw in schema and not isinstance(schema[kw], str):
+            raise SchemaError(ptr, kw, f"must be a string, not {json.dumps(schema[kw])}")
+    t = schema.get("type")
+    if t is not None and not isinstance(t, str) and not (isinstance(t, list) and all(isinstance(x, str) for x in t)):
+        raise SchemaError(ptr, "type", f"must be a type name or an array of them, not {json.dumps(t)}")
+    required = schema.get("required", [])
+    if required is True or required is False:  # draft 3's form, on a member's schema: not read
+        if t is None or "object" in ([t] if isinstance(t, str) else t):
+            raise SchemaError(ptr, "required", "a boolean `required` (draft 3) on an object schema is not supported")
+    elif not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+        raise SchemaError(ptr, "required", f"must be an array of strings, not {json.dumps(required)}")
+    for kw, kind, name in (("properties", dict, "an object"), ("prefixItems", list, "an array"),
+                           ("uniqueItems", bool, "a boolean")):
+        if kw in schema and not isinstance(schema[kw], kind):
+            raise SchemaError(ptr, kw, f"must be {name}, not {json.dumps(schema[kw])}")
+    mult = schema.get("multipleOf")
+    if mult is not None and (isinstance(mult, bool) or not isinstance(mult, (int, float)) or not mult > 0):
+        raise SchemaError(ptr, "multipleOf", f"must be a number greater than 0, not {json.dumps(mult)}")
+    return {**schema, **fixed} if fixed else schema
