@@ -533,6 +533,14 @@ MALFORMED = [  # (schema, pointer and keyword named, what is wrong)
     ({"type": "integer", "multipleOf": 0}, "#/multipleOf", "greater than 0"),
     ({"type": "object", "properties": {"a": {"type": "string", "maxLength": 300}}}, "#/properties/a/maxLength",
      "300 is past the bound on unrolled lengths, max_repeat=128"),
+    ({"type": "number", "maximum": None}, "#/maximum", "must be a number, not null"),
+    ({"allOf": "#/$defs/a"}, "#/allOf", "non-empty array"),
+    ({"allOf": ["a"]}, "#/allOf/0", "object or a boolean"),
+    ({"$defs": 2}, "#/$defs", "must be an object"),
+    ({"not": {"type": False}}, "#/not/type", "type name"),
+    ({"oneOf": [{}, {"type": 0}]}, "#/oneOf/1/type", "type name"),
+    ({"properties": {}, "$ref": "#"}, "#", "refers to itself without end"),
+    ("[" * 100000, "#", "nests too deeply"),
 ]
 
 
@@ -544,6 +552,37 @@ def test_malformed_keyword_values_are_refused_by_name(k) -> None:
     with pytest.raises(SchemaError) as err:
         gg.Grammar.from_json_schema(schema)
     assert str(err.value).startswith(f"{where}: ") and why in str(err.value), str(err.value)
+
+
+KEYWORDS = ["type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
+            "minItems", "maxItems", "uniqueItems", "pattern", "minLength", "maxLength", "format", "minimum",
+            "maximum", "exclusiveMinimum", "multipleOf", "minProperties", "anyOf", "oneOf", "allOf", "$ref", "not",
+            "$defs", "patternProperties"]
+ODD_VALUES = st.sampled_from([None, True, False, -1, 0, 2, 2.5, 2.0, "x", "string", "#", "#/$defs/a", "[a-z]+", "date",
+                              [], ["a"], [1], ["string", "null"], {}, {"a": {}}])
+ODD_SCHEMAS = st.recursive(
+    st.dictionaries(st.sampled_from(KEYWORDS), ODD_VALUES, max_size=4),
+    lambda inner: st.dictionaries(st.sampled_from(KEYWORDS), inner | st.lists(inner, max_size=3) | ODD_VALUES
+                                  | st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2), max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ODD_SCHEMAS)
+def test_any_schema_gives_a_grammar_or_a_schema_error(schema) -> None:
+    """Whatever a request sends, the front end answers with a grammar or a GrammarError, never
+    another exception (random keywords with well- and ill-formed values, nested)."""
+    try:
+        gg.Grammar.from_json_schema(schema)
+    except gg.GrammarError:
+        pass
+
+
+def test_items_false_takes_only_the_empty_array() -> None:
+    check({"type": "array", "items": False}, [[], [1], [[]]])
+    check({"items": False}, [[], [1], 3])
+    check({"type": "array", "prefixItems": [{"type": "integer"}], "items": False}, [[], [1], [1, 2], ["a"]])
 
 
 def test_integral_float_counts_are_integers() -> None:

@@ -70,11 +70,17 @@ def json_schema_to_lark(
             schema = json.loads(schema)
         except json.JSONDecodeError as exc:
             raise SchemaError("#", "", f"not JSON text ({exc})") from None
+        except RecursionError:
+            raise SchemaError("#", "", "the JSON text nests too deeply to read") from None
     if not isinstance(schema, (dict, bool)):
         raise SchemaError("#", "", f"a schema is an object or a boolean, not {type(schema).__name__}")
     if whitespace not in ("json", "compact") and not (isinstance(whitespace, int) and whitespace >= 0):
         raise ValueError(f'whitespace must be "json", "compact" or a non-negative int, not {whitespace!r}')
-    return _Walker(schema, whitespace, additional_properties, max_repeat, any_order).grammar()
+    try:
+        return _Walker(schema, whitespace, additional_properties, max_repeat, any_order).grammar()
+    except RecursionError:
+        raise SchemaError("#", "", "the schema nests too deeply, or refers to itself without end (a `$ref` to an "
+                                   "enclosing schema beside other keywords, or through `allOf`)") from None
 
 
 class _Walker:
@@ -206,6 +212,7 @@ class _Walker:
             return True
         if not isinstance(schema, dict):
             return None
+        schema = checked_keywords(schema, ptr)
         keys = set(schema) - ANNOTATIONS
         if keys == {"type"}:
             t = schema["type"]
@@ -406,9 +413,9 @@ class _Walker:
         for i in reversed(range(1, len(items) if last is None else last)):
             if i >= lo:
                 tail = f"[{comma} {elem(i)} {tail}]"
-        head = f" {comma} ".join(elem(i) for i in range(max(lo, 1)))
         alts = []
-        if last is None or last >= 1:
+        if last is None or last >= 1:  # (last 0: `items: false` and no prefix, only [] is valid)
+            head = f" {comma} ".join(elem(i) for i in range(max(lo, 1)))
             alts.append(f"{t.punct('LSQB')} {head} {tail if max(lo, 1) >= 1 else ''} {t.punct('RSQB')}")
         if lo == 0:
             alts.append(t.empty("array"))
@@ -775,6 +782,7 @@ class _Walker:
         branches = []
         for i, sub in enumerate(alts):
             sub = self.deref(sub, f"{ptr}/{kw}/{i}")
+            sub = checked_keywords(sub, f"{ptr}/{kw}/{i}") if isinstance(sub, dict) else sub
             merged = self.merge(siblings, sub, f"{ptr}/{kw}/{i}") if siblings else sub
             if not any(_json_eq(merged, b) for b, _ in branches):
                 branches.append((merged, f"{ptr}/{kw}/{i}"))
@@ -1069,35 +1077,50 @@ COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "ma
 
 
 def checked_keywords(schema: dict, ptr: str) -> dict:
-    """``schema`` with the values of the keywords read as counts, strings or lists checked
-    (a SchemaError naming the keyword where one is malformed); an integral float count (``3.0``,
-    an integer from draft 6 on) becomes an int, in a copy."""
+    """``schema`` with the values of the keywords it reads checked (a SchemaError naming the
+    keyword where one is malformed: never a TypeError from deeper in); an integral float count
+    (``3.0``, an integer from draft 6 on) becomes an int, in a copy."""
     fixed = {}
     for kw in COUNTS:
-        v = schema.get(kw)
-        if v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+        if kw not in schema:
             continue
+        v = schema[kw]
         if isinstance(v, float) and v.is_integer() and v >= 0:
             fixed[kw] = int(v)
+        elif not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise SchemaError(ptr, kw, f"must be a non-negative integer, not {_shown(v)}")
+    for kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
+        if kw not in schema:
             continue
-        raise SchemaError(ptr, kw, f"must be a non-negative integer, not {json.dumps(v)}")
-    for kw in ("pattern", "format"):
-        if kw in schema and not isinstance(schema[kw], str):
-            raise SchemaError(ptr, kw, f"must be a string, not {json.dumps(schema[kw])}")
-    t = schema.get("type")
-    if t is not None and not isinstance(t, str) and not (isinstance(t, list) and all(isinstance(x, str) for x in t)):
-        raise SchemaError(ptr, "type", f"must be a type name or an array of them, not {json.dumps(t)}")
+        v = schema[kw]
+        if isinstance(v, bool) and kw.startswith("exclusive"):
+            continue  # draft 4's form
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or (kw == "multipleOf" and not v > 0):
+            raise SchemaError(ptr, kw, f"must be a number{' greater than 0' if kw == 'multipleOf' else ''}, not {_shown(v)}")
+    for kw, kind, name in (("pattern", str, "a string"), ("format", str, "a string"), ("uniqueItems", bool, "a boolean"),
+                           ("properties", dict, "an object"), ("patternProperties", dict, "an object"),
+                           ("$defs", dict, "an object"), ("definitions", dict, "an object"), ("prefixItems", list, "an array"),
+                           ("enum", list, "an array")):
+        if kw in schema and not isinstance(schema[kw], kind):
+            raise SchemaError(ptr, kw, f"must be {name}, not {_shown(schema[kw])}")
+    t = schema.get("type", "null")
+    if not isinstance(t, str) and not (isinstance(t, list) and all(isinstance(x, str) for x in t)):
+        raise SchemaError(ptr, "type", f"must be a type name or an array of them, not {_shown(t)}")
     required = schema.get("required", [])
-    if required is True or required is False:  # draft 3's form, on a member's schema: not read
-        if t is None or "object" in ([t] if isinstance(t, str) else t):
+    if isinstance(required, bool):  # draft 3's form, on a member's schema: not read
+        if "type" not in schema or "object" in ([t] if isinstance(t, str) else t):
             raise SchemaError(ptr, "required", "a boolean `required` (draft 3) on an object schema is not supported")
     elif not isinstance(required, list) or not all(isinstance(n, str) for n in required):
-        raise SchemaError(ptr, "required", f"must be an array of strings, not {json.dumps(required)}")
-    for kw, kind, name in (("properties", dict, "an object"), ("prefixItems", list, "an array"),
-                           ("uniqueItems", bool, "a boolean")):
-        if kw in schema and not isinstance(schema[kw], kind):
-            raise SchemaError(ptr, kw, f"must be {name}, not {json.dumps(schema[kw])}")
-    mult = schema.get("multipleOf")
-    if mult is not None and (isinstance(mult, bool) or not isinstance(mult, (int, float)) or not mult > 0):
-        raise SchemaError(ptr, "multipleOf", f"must be a number greater than 0, not {json.dumps(mult)}")
+        raise SchemaError(ptr, "required", f"must be an array of strings, not {_shown(required)}")
+    for kw in ("allOf", "anyOf", "oneOf"):
+        subs = schema.get(kw, [True])
+        if not isinstance(subs, list) or not subs:
+            raise SchemaError(ptr, kw, "must be a non-empty array")
+        for i, sub in enumerate(subs):
+            if not isinstance(sub, (dict, bool)):
+                raise SchemaError(f"{ptr}/{kw}/{i}", "", f"a schema is an object or a boolean, not {type(sub).__name__}")
     return {**schema, **fixed} if fixed else schema
+
+
+def _shown(value) -> str:
+    return json.dumps(value, default=str)[:80]
