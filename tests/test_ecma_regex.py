@@ -46,6 +46,13 @@ def test_choices() -> None:
         assert not accepts(m, s)
 
 
+@pytest.mark.parametrize("bad", ["yes", b"no", [], ["a", 1], [None]])
+def test_choices_refuse_what_is_not_a_list_of_strings(bad) -> None:
+    """A single string would otherwise be read as its characters."""
+    with pytest.raises(TypeError, match="choices must be"):
+        gg.Grammar.from_choices(bad)
+
+
 PATTERNS = [r"^[a-z]+$", r"[0-9]", r"^\d{3}-\w+", r"ab|^c", r"x$", r"^\s*$", r"^(foo|ba+r)?\.$"]
 
 

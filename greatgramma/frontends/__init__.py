@@ -35,6 +35,8 @@ def regex_to_lark(pattern: str) -> str:
 
 def choices_to_lark(choices: Iterable[str]) -> str:
     """A grammar whose sentences are exactly the given strings."""
+    if isinstance(choices, (str, bytes)):  # (iterating it would give its characters as the choices)
+        raise TypeError(f"choices must be an iterable of str, such as a list; got a single {type(choices).__name__}: {choices[:40]!r}")
     values = list(dict.fromkeys(choices))
     if not values or not all(isinstance(v, str) for v in values):
         raise TypeError("choices must be a non-empty iterable of str")
