@@ -169,7 +169,7 @@ class _Walker:
             return []
         if not isinstance(schema, dict):
             raise SchemaError(ptr, "", f"a schema is an object or a boolean, not {type(schema).__name__}")
-        schema = checked_keywords(schema, ptr)
+        schema = _checked_keywords(schema, ptr)
         values = self.listed_constants(schema, ptr)
         if values is not None:  # a finite language: the listed values the whole schema takes
             return self.constants({"enum": values}, ptr) if values else []
@@ -212,7 +212,7 @@ class _Walker:
             return True
         if not isinstance(schema, dict):
             return None
-        schema = checked_keywords(schema, ptr)
+        schema = _checked_keywords(schema, ptr)
         keys = set(schema) - ANNOTATIONS
         if keys == {"type"}:
             t = schema["type"]
@@ -782,7 +782,7 @@ class _Walker:
         branches = []
         for i, sub in enumerate(alts):
             sub = self.deref(sub, f"{ptr}/{kw}/{i}")
-            sub = checked_keywords(sub, f"{ptr}/{kw}/{i}") if isinstance(sub, dict) else sub
+            sub = _checked_keywords(sub, f"{ptr}/{kw}/{i}") if isinstance(sub, dict) else sub
             merged = self.merge(siblings, sub, f"{ptr}/{kw}/{i}") if siblings else sub
             if not any(_json_eq(merged, b) for b, _ in branches):
                 branches.append((merged, f"{ptr}/{kw}/{i}"))
@@ -839,7 +839,7 @@ class _Walker:
         try:
             if self.merge_depth > 64:  # (recursive schemas whose merge unrolls without end)
                 raise SchemaError(ptr, "allOf", "allOf of recursive schemas that do not merge into a finite schema is not supported")
-            a, b = (checked_keywords(x, ptr) if isinstance(x, dict) else x for x in (a, b))
+            a, b = (_checked_keywords(x, ptr) if isinstance(x, dict) else x for x in (a, b))
             return self._merge(a, b, ptr)
         finally:
             self.merge_depth -= 1
@@ -1073,15 +1073,15 @@ def _json_eq(a: Any, b: Any) -> bool:
     return a == b
 
 
-COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
 
 
-def checked_keywords(schema: dict, ptr: str) -> dict:
+def _checked_keywords(schema: dict, ptr: str) -> dict:
     """``schema`` with the values of the keywords it reads checked (a SchemaError naming the
     keyword where one is malformed: never a TypeError from deeper in); an integral float count
     (``3.0``, an integer from draft 6 on) becomes an int, in a copy."""
     fixed = {}
-    for kw in COUNTS:
+    for kw in _COUNTS:
         if kw not in schema:
             continue
         v = schema[kw]
