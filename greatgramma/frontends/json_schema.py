@@ -27,6 +27,7 @@ pointer; keywords this module does not know are annotations and are ignored, as 
 from __future__ import annotations
 
 import json
+import math
 from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
@@ -304,9 +305,7 @@ class _Walker:
                                      ("exclusiveMinimum", True, True), ("exclusiveMaximum", False, True)):
             v = schema.get(kw)
             if v is None or isinstance(v, bool):
-                continue  # draft-4 boolean exclusive* are read with minimum/maximum
-            if not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
-                raise SchemaError(ptr, kw, f"must be a finite number, not {v!r}")
+                continue  # draft-4 boolean exclusive* are read with minimum/maximum (finite: _checked_keywords)
             ex = exclusive or schema.get("exclusiveMinimum" if lower else "exclusiveMaximum") is True
             b = (Decimal(v) if isinstance(v, int) else Decimal(repr(v)), not ex)  # the bound as written (shortest repr)
             if lower:
@@ -318,16 +317,12 @@ class _Walker:
         return self.terms.numbers(lo, hi)
 
     def bounds(self, schema: dict, ptr: str, integer: bool) -> tuple:
-        import math
-
         lo, hi = None, None
         for kw, lower, exclusive in (("minimum", True, False), ("maximum", False, False),
                                      ("exclusiveMinimum", True, True), ("exclusiveMaximum", False, True)):
             v = schema.get(kw)
             if v is None or isinstance(v, bool):
-                continue  # draft-4 boolean exclusive* are read with minimum/maximum below
-            if not isinstance(v, (int, float)):
-                raise SchemaError(ptr, kw, f"must be a number, not {v!r}")
+                continue  # draft-4 boolean exclusive* are read with minimum/maximum below (finite: _checked_keywords)
             ex = exclusive or schema.get("exclusiveMinimum" if lower else "exclusiveMaximum") is True
             if lower:
                 b = math.floor(v) + 1 if ex else math.ceil(v)
@@ -510,8 +505,6 @@ class _Walker:
         nested in it) matches it and every pattern around it, so its value takes all their
         schemas (merged as allOf). The patterns' languages (ECMA searches) must be laminar:
         nested or disjoint; equal ones are merged, overlapping ones refused."""
-        if not isinstance(pattern_props, dict):
-            raise SchemaError(ptr, "patternProperties", "must be an object")
         if not pattern_props:
             return []
         import re
@@ -733,8 +726,6 @@ class _Walker:
 
     def constants(self, schema, ptr: str) -> list[str]:
         values = [schema["const"]] if "const" in schema else schema["enum"]
-        if not isinstance(values, list):
-            raise SchemaError(ptr, "enum", "must be an array")
         if "const" in schema and "enum" in schema:
             values = [v for v in values if _json_eq(v, schema["const"]) and any(_json_eq(v, e) for e in schema["enum"])]
         rest = {k for k in schema if k in ASSERTIONS and k not in ("enum", "const", "type")}
@@ -775,9 +766,7 @@ class _Walker:
     # -------------------------------------------------------------- composition
 
     def union(self, schema: dict, kw: str, ptr: str) -> list[str]:
-        alts = schema[kw]
-        if not isinstance(alts, list) or not alts:
-            raise SchemaError(ptr, kw, "must be a non-empty array")
+        alts = schema[kw]  # (a non-empty array of schemas: _checked_keywords)
         siblings = {k: v for k, v in schema.items() if k != kw}
         branches = []
         for i, sub in enumerate(alts):
@@ -1095,8 +1084,11 @@ def _checked_keywords(schema: dict, ptr: str) -> dict:
         v = schema[kw]
         if isinstance(v, bool) and kw.startswith("exclusive"):
             continue  # draft 4's form
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or (kw == "multipleOf" and not v > 0):
-            raise SchemaError(ptr, kw, f"must be a number{' greater than 0' if kw == 'multipleOf' else ''}, not {_shown(v)}")
+        if kw == "multipleOf":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise SchemaError(ptr, kw, f"must be a number greater than 0, not {_shown(v)}")
+        elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise SchemaError(ptr, kw, f"must be a finite number, not {_shown(v)}")
     for kw, kind, name in (("pattern", str, "a string"), ("format", str, "a string"), ("uniqueItems", bool, "a boolean"),
                            ("properties", dict, "an object"), ("patternProperties", dict, "an object"),
                            ("$defs", dict, "an object"), ("definitions", dict, "an object"), ("prefixItems", list, "an array"),
@@ -1113,7 +1105,9 @@ def _checked_keywords(schema: dict, ptr: str) -> dict:
     elif not isinstance(required, list) or not all(isinstance(n, str) for n in required):
         raise SchemaError(ptr, "required", f"must be an array of strings, not {_shown(required)}")
     for kw in ("allOf", "anyOf", "oneOf"):
-        subs = schema.get(kw, [True])
+        if kw not in schema:
+            continue
+        subs = schema[kw]
         if not isinstance(subs, list) or not subs:
             raise SchemaError(ptr, kw, "must be a non-empty array")
         for i, sub in enumerate(subs):
