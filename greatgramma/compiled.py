@@ -29,7 +29,7 @@ from .vocab import Vocabulary
 _IDENTITIES = itertools.count(1)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class CompiledGrammar:
     """Everything precomputed for one (grammar, vocabulary) pair. Share it between threads and maskers.
 
@@ -60,6 +60,10 @@ class CompiledGrammar:
         if post is None:
             return lalr
         return post.parser(lalr, [t.name for t in self.lexer.terminals if t.column is None])
+
+    def __repr__(self) -> str:  # (the dataclass repr printed every table: megabytes at 128K tokens)
+        return (f"CompiledGrammar({self.grammar.source}, {self.vocab!r}, terminals={len(self.lexer.terminals)}, "
+                f"lexer_states={self.lexer.num_states}, parser_states={self.parse_table.num_states})")
 
     def summary(self) -> dict[str, object]:
         """Sizes and seconds of the preprocessing stages."""

@@ -132,3 +132,10 @@ def test_inspect_reports_file_size_and_preprocessed_subtrees(tmp_path, calc_comp
     out = capsys.readouterr().out
     assert re.search(rf"file_bytes\s+{path.stat().st_size}\n", out), out
     assert re.search(rf"subtrees\s+{subtrees} \(walked when preprocessed", out), out
+
+
+def test_compiled_grammar_repr_is_a_short_line(vocabularies) -> None:
+    """Printing a compiled grammar (a REPL, a log line) names it and its sizes, not its tables."""
+    compiled = gg.compile(gg.Grammar.from_regex("[a-z]+"), vocabularies("llama3"))
+    text = repr(compiled)
+    assert text.startswith("CompiledGrammar(<regex>, Vocabulary(vocab_size=128256") and len(text) < 300, text[:300]
