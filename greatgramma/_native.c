@@ -1106,13 +1106,49 @@ static PyObject *refine(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(blocks);
 }
 
-/* gather_bits(flags u8[F], code i32[V], words u32[ceil(V/32)])
+/* gather_bits(flags u8[F], code i32[V], words u32[ceil(V/32)][, simd])
  * Bit t of words (low bit first) set iff flags[code[t]]: a lexer view's status codes looked up
  * in a step's status vector and packed, in one pass (Masker._words). A code outside the flags
- * (never, from a view) reads the last flag: no read outside them. */
+ * (never, from a view) reads the last flag: no read outside them. With AVX2 (checked at run
+ * time; simd=0 turns it off) eight codes are looked up per instruction, about 5x faster. */
+static void gather_words_scalar(const uint8_t *flags, uint32_t last, const int32_t *code, Py_ssize_t full,
+                                uint32_t *words) {
+    for (Py_ssize_t w = 0; w < full; w++) { /* (flags are numpy bools: 0 or 1) */
+        const int32_t *c = code + 32 * w;
+        uint32_t word = 0;
+        for (int k = 0; k < 32; k++) {
+            uint32_t x = (uint32_t)c[k];
+            word |= (uint32_t)flags[x < last ? x : last] << k;
+        }
+        words[w] = word;
+    }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+/* As gather_words_scalar; ``padded`` holds the flags and 3 readable bytes after them (each
+ * lookup reads 4 bytes and keeps bit 0 of the first). */
+__attribute__((target("avx2"))) static void gather_words_avx2(const uint8_t *padded, uint32_t last,
+                                                              const int32_t *code, Py_ssize_t full, uint32_t *words) {
+    const __m256i top = _mm256_set1_epi32((int)last);
+    for (Py_ssize_t w = 0; w < full; w++) {
+        const int32_t *c = code + 32 * w;
+        uint32_t word = 0;
+        for (int k = 0; k < 4; k++) {
+            __m256i x = _mm256_min_epu32(_mm256_loadu_si256((const __m256i *)(c + 8 * k)), top);
+            __m256i g = _mm256_slli_epi32(_mm256_i32gather_epi32((const int *)padded, x, 1), 31);
+            word |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(g)) << (8 * k);
+        }
+        words[w] = word;
+    }
+}
+#endif
+
 static PyObject *gather_bits(PyObject *self, PyObject *args) {
     PyObject *o[3];
-    if (!PyArg_UnpackTuple(args, "gather_bits", 3, 3, &o[0], &o[1], &o[2])) return NULL;
+    int simd = 1;
+    if (!PyArg_ParseTuple(args, "OOO|p:gather_bits", &o[0], &o[1], &o[2], &simd)) return NULL;
     static const Py_ssize_t sizes[3] = {1, 4, 4};
     static const char *names[3] = {"flags", "code", "words"};
     Buf b[3];
@@ -1135,22 +1171,36 @@ static PyObject *gather_bits(PyObject *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError, "gather_bits: no flags for %zd codes", n);
     }
     const uint32_t last = (uint32_t)(nflags - 1); /* codes past the flags read the last (as numpy's clip) */
-#define FLAG(c) flags[(uint32_t)(c) < last ? (uint32_t)(c) : last]
-    Py_BEGIN_ALLOW_THREADS
     Py_ssize_t full = n / 32;
-    for (Py_ssize_t w = 0; w < full; w++) { /* (flags are numpy bools: 0 or 1) */
-        const int32_t *c = code + 32 * w;
-        uint32_t word = 0;
-        for (int k = 0; k < 32; k++) word |= (uint32_t)FLAG(c[k]) << k;
-        words[w] = word;
+    uint8_t *padded = NULL;
+#ifdef HAVE_AVX2_PATH
+    if (simd && full && __builtin_cpu_supports("avx2")) {
+        padded = PyMem_RawMalloc((size_t)nflags + 4);
+        if (!padded) {
+            release(b, 3);
+            return PyErr_NoMemory();
+        }
+        memcpy(padded, flags, (size_t)nflags);
+        memset(padded + nflags, 0, 4);
     }
+#endif
+    Py_BEGIN_ALLOW_THREADS
+#ifdef HAVE_AVX2_PATH
+    if (padded)
+        gather_words_avx2(padded, last, code, full, words);
+    else
+#endif
+        gather_words_scalar(flags, last, code, full, words);
     if (full < nwords) {
         uint32_t word = 0;
-        for (Py_ssize_t k = 0; k < n - 32 * full; k++) word |= (uint32_t)FLAG(code[32 * full + k]) << k;
+        for (Py_ssize_t k = 0; k < n - 32 * full; k++) {
+            uint32_t x = (uint32_t)code[32 * full + k];
+            word |= (uint32_t)flags[x < last ? x : last] << k;
+        }
         words[full] = word;
     }
-#undef FLAG
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(padded);
     release(b, 3);
     Py_RETURN_NONE;
 }

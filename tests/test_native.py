@@ -253,12 +253,21 @@ def test_block_codes_agree_and_read_dead_strings_as_dead(monkeypatch) -> None:
 
 
 def test_gather_bits_packs_flags_as_numpy_does() -> None:
-    """The mask words of a view's codes against a status vector: the compiled pass equals
-    numpy's take-and-pack, for lengths around a word's boundary."""
+    """The mask words of a view's codes against a status vector: the compiled pass (its AVX2
+    path where the CPU has one, and the plain loop) equals numpy's take-and-pack, for lengths
+    around a word's boundary, status vectors of a few entries (the AVX2 path reads 4 bytes per
+    lookup), and codes outside the flags (read as the last one)."""
     from greatgramma.views import pack
 
     rng = np.random.default_rng(5)
-    flags = rng.random(700) < 0.4
-    for n in (0, 1, 31, 32, 33, 64, 1000, 128_257):
-        code = rng.integers(0, len(flags), n).astype(np.int32)
-        assert np.array_equal(native.gather_bits(flags, code), pack(flags[code])), n
+    for size in (1, 2, 3, 4, 5, 700):
+        flags = rng.random(size) < 0.4
+        for n in (0, 1, 31, 32, 33, 64, 1000, 128_257):
+            code = rng.integers(0, size, n).astype(np.int32)
+            assert np.array_equal(native.gather_bits(flags, code), pack(flags[code])), (size, n)
+            code[::7] = rng.integers(-3, size + 3, len(code[::7]))
+            want = pack(flags[np.minimum(code.view(np.uint32), size - 1)])
+            for simd in (True, False):
+                words = np.empty((n + 31) // 32, dtype=np.uint32)
+                native.ext.gather_bits(flags.view(np.uint8), code, words, simd)
+                assert np.array_equal(words, want), (size, n, simd)
