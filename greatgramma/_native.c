@@ -507,92 +507,88 @@ static int64_t first_lexeme(const int32_t *delta, const int32_t *accept_next, co
 }
 
 /* suffix_lexemes(delta i32[Q*256], accept_next i32[Q*256], risky u8[Q], flat u8[N], stop i64[N],
- *                memo i32[N], todo i64[T])
+ *                memo i32[N], todo i64[T], pos i64[C], term i64[C], next i64[C], la_at i64[C],
+ *                la_term i64[C], depth i64[C]) -> count
  * The first lexemes of the suffix rows not yet known (memo UNKNOWN) at positions todo and at
- * every position a break there continues at, recursively: (positions, term, next, la_at, la_term,
- * depth) as bytes of i64 arrays, per position as first_lexeme gives it; depth 0 where the rest is
- * known (END, DEAD, or a break continuing at a known row), else 1 + the continuation's depth. */
+ * every position a break there continues at, recursively, written into the first count entries
+ * of the outputs (C: at least the positions from each todo to its string's end): per position as
+ * first_lexeme gives it, and depth 0 where the rest is known (END, DEAD, or a break continuing
+ * at a known row), else 1 + the continuation's depth. The caller allocates the outputs (numpy
+ * leaves untouched pages unmapped, so a generous bound costs nothing). */
+#define LEXEMES_BUFS 13
 static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
-    PyObject *o[7];
-    if (!PyArg_UnpackTuple(args, "suffix_lexemes", 7, 7, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6]))
+    PyObject *o[LEXEMES_BUFS];
+    if (!PyArg_UnpackTuple(args, "suffix_lexemes", LEXEMES_BUFS, LEXEMES_BUFS, &o[0], &o[1], &o[2], &o[3], &o[4],
+                           &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12]))
         return NULL;
-    static const Py_ssize_t sizes[7] = {4, 4, 1, 1, 8, 4, 8};
-    static const char *names[7] = {"delta", "accept_next", "risky", "flat", "stop", "memo", "todo"};
-    Buf b[7];
+    static const Py_ssize_t sizes[LEXEMES_BUFS] = {4, 4, 1, 1, 8, 4, 8, 8, 8, 8, 8, 8, 8};
+    static const char *names[LEXEMES_BUFS] = {"delta", "accept_next", "risky", "flat", "stop", "memo", "todo",
+                                              "pos", "term", "next", "la_at", "la_term", "depth"};
+    Buf b[LEXEMES_BUFS];
     memset(b, 0, sizeof b);
-    for (int i = 0; i < 7; i++)
-        if (take(o[i], &b[i], sizes[i], 0, names[i]) < 0) {
-            release(b, 7);
+    for (int i = 0; i < LEXEMES_BUFS; i++)
+        if (take(o[i], &b[i], sizes[i], i >= 7, names[i]) < 0) {
+            release(b, LEXEMES_BUFS);
             return NULL;
         }
     const int32_t *delta = b[0].b.buf, *accept_next = b[1].b.buf, *memo = b[5].b.buf;
     const uint8_t *risky = b[2].b.buf, *flat = b[3].b.buf;
     const int64_t *stop = b[4].b.buf, *todo = b[6].b.buf;
-    Py_ssize_t n = LEN(b[6]), positions = LEN(b[3]);
-    if (LEN(b[4]) != positions || LEN(b[5]) != positions) {
-        release(b, 7);
-        return PyErr_Format(PyExc_ValueError, "suffix_lexemes: array lengths disagree");
+    int64_t *pos = b[7].b.buf, *term = b[8].b.buf, *next = b[9].b.buf, *la_at = b[10].b.buf, *la_term = b[11].b.buf,
+            *depth = b[12].b.buf;
+    Py_ssize_t n = LEN(b[6]), positions = LEN(b[3]), cap = LEN(b[7]), bound = 0;
+    const char *bad = NULL;
+    if (LEN(b[4]) != positions || LEN(b[5]) != positions)
+        bad = "array lengths disagree";
+    for (int i = 8; !bad && i < LEXEMES_BUFS; i++)
+        if (LEN(b[i]) != cap) bad = "output lengths disagree";
+    for (Py_ssize_t i = 0; !bad && i < n; i++) {
+        if (todo[i] < 0 || todo[i] >= positions || stop[todo[i]] <= todo[i] || stop[todo[i]] > positions)
+            bad = "a position outside its string";
+        else
+            bound += stop[todo[i]] - todo[i];
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (todo[i] < 0 || todo[i] >= positions) {
-            release(b, 7);
-            return PyErr_Format(PyExc_ValueError, "suffix_lexemes: position %lld outside 0..%zd",
-                                (long long)todo[i], positions);
-        }
-    Py_ssize_t cap = n + 1024, count = 0;
-    uint8_t *seen = calloc(positions + 1, 1);
-    int64_t *out[6];
-    int failed = !seen;
-    for (int k = 0; k < 6; k++) failed |= !(out[k] = malloc(sizeof(int64_t) * cap));
-    int32_t *slot = failed ? NULL : malloc(sizeof(int32_t) * (positions + 1));
-    int64_t *chain = NULL;
-    failed |= !slot;
+    if (!bad && bound > cap) bad = "outputs shorter than the positions to the strings' ends";
+    if (bad) {
+        release(b, LEXEMES_BUFS);
+        return PyErr_Format(PyExc_ValueError, "suffix_lexemes: %s", bad);
+    }
+    /* slot[p]: 1 + the output row of position p, 0 where not met (continuations lie further on in the
+     * same string, so they stay within the bound) */
+    int32_t *slot = calloc(positions + 1, sizeof(int32_t));
+    int64_t *chain = slot ? malloc(sizeof(int64_t) * (cap + 1)) : NULL;
+    if (!chain) {
+        free(slot);
+        release(b, LEXEMES_BUFS);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t count = 0;
     Py_BEGIN_ALLOW_THREADS
-    int64_t *pos = out[0], *term = out[1], *next = out[2], *la_at = out[3], *la_term = out[4], *depth = out[5];
-    for (Py_ssize_t i = 0; !failed && i < n; i++)
-        if (memo[todo[i]] == UNKNOWN && !seen[todo[i]]) seen[todo[i]] = 1, pos[count++] = todo[i];
-    for (Py_ssize_t r = 0; !failed && r < count; r++) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (memo[todo[i]] == UNKNOWN && !slot[todo[i]]) pos[count] = todo[i], slot[todo[i]] = (int32_t)++count;
+    for (Py_ssize_t r = 0; r < count; r++) {
         term[r] = first_lexeme(delta, accept_next, risky, flat, pos[r], stop[pos[r]], &next[r], &la_at[r], &la_term[r]);
         int64_t k = next[r];
-        if (term[r] < 0 || memo[k] != UNKNOWN || seen[k]) continue;
-        if (count == cap) {
-            cap *= 2;
-            for (int j = 0; j < 6; j++) {
-                int64_t *more = realloc(out[j], sizeof(int64_t) * cap);
-                if (!more) { failed = 1; break; }
-                out[j] = more;
-            }
-            pos = out[0], term = out[1], next = out[2], la_at = out[3], la_term = out[4], depth = out[5];
-            if (failed) break;
-        }
-        seen[k] = 1, pos[count++] = k;
+        if (term[r] < 0 || memo[k] != UNKNOWN || slot[k]) continue;
+        pos[count] = k, slot[k] = (int32_t)++count;
     }
-    if (!failed && !(chain = malloc(sizeof(int64_t) * (count + 1)))) failed = 1;
-    if (!failed) { /* each depth once: follow a position's continuations to a known depth, then back */
-        for (Py_ssize_t r = 0; r < count; r++) slot[pos[r]] = (int32_t)r, depth[r] = -1;
-        for (Py_ssize_t r0 = 0; r0 < count; r0++) {
-            Py_ssize_t len = 0;
-            int64_t r = r0, d = 0;
-            while (depth[r] < 0) {
-                chain[len++] = r;
-                if (term[r] < 0 || !seen[next[r]]) break;
-                r = slot[next[r]];
-            }
-            if (depth[r] >= 0) d = depth[r] + 1;
-            while (len--) depth[chain[len]] = d++;
+    /* each depth once: follow a position's continuations to a known depth, then back */
+    for (Py_ssize_t r = 0; r < count; r++) depth[r] = -1;
+    for (Py_ssize_t r0 = 0; r0 < count; r0++) {
+        Py_ssize_t len = 0;
+        int64_t r = r0, d = 0;
+        while (depth[r] < 0) {
+            chain[len++] = r;
+            if (term[r] < 0 || !slot[next[r]]) break;
+            r = slot[next[r]] - 1;
         }
+        if (depth[r] >= 0) d = depth[r] + 1;
+        while (len--) depth[chain[len]] = d++;
     }
     Py_END_ALLOW_THREADS
-    PyObject *result = NULL;
-    if (failed) PyErr_NoMemory();
-    else
-        result = Py_BuildValue("(y#y#y#y#y#y#)", (char *)out[0], count * 8, (char *)out[1], count * 8,
-                               (char *)out[2], count * 8, (char *)out[3], count * 8, (char *)out[4], count * 8,
-                               (char *)out[5], count * 8);
-    for (int k = 0; k < 6; k++) free(out[k]);
-    free(seen), free(slot), free(chain);
-    release(b, 7);
-    return result;
+    free(slot), free(chain);
+    release(b, LEXEMES_BUFS);
+    return PyLong_FromSsize_t(count);
 }
 
 /* intern_rows(term i64[K], next i64[K], depth i64[K], at i64[K], memo i32[N], ignored u8[T],

@@ -145,8 +145,12 @@ def suffix_lexemes(dfa: DFAArrays, flat: np.ndarray, stop: np.ndarray, memo: np.
     break terminal, END or DEAD; the position the rest starts at, or the end state; for END, the
     flat position where the lexeme last could end, -1: none, and its terminal; the depth: 0 where
     the rest is known, else 1 + that of the position the rest starts at)."""
-    got = ext.suffix_lexemes(*dfa, flat, stop, memo, np.ascontiguousarray(todo, dtype=np.int64))
-    return tuple(np.frombuffer(b, dtype=np.int64).copy() for b in got)
+    todo = np.ascontiguousarray(todo, dtype=np.int64)
+    inside = todo[(todo >= 0) & (todo < len(stop))]  # (the others are refused by name)
+    bound = int((stop[inside] - inside).sum())  # every position met lies on in a todo's string
+    out = [np.empty(bound, dtype=np.int64) for _ in range(6)]
+    count = ext.suffix_lexemes(*dfa, flat, stop, memo, todo, *out)
+    return tuple(a[:count] for a in out)
 
 
 def intern_rows(term: np.ndarray, nxt: np.ndarray, depth: np.ndarray, at: np.ndarray, memo: np.ndarray,
