@@ -1102,6 +1102,70 @@ static PyObject *refine(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(blocks);
 }
 
+/* closure(src i64[E], dst i64[E], bits u8[Q*W]) -> rounds
+ * Each state's bits OR-ed with those of every state an edge src -> dst reaches, to the fixpoint,
+ * in place (what a state can still become, whether it can still die: lexer._reach_back): a worklist
+ * over the reversed edges, so each edge is looked at again only when its target's bits grew.
+ * Returns how many states were taken off the worklist. */
+static PyObject *closure(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    if (!PyArg_UnpackTuple(args, "closure", 3, 3, &o[0], &o[1], &o[2])) return NULL;
+    static const Py_ssize_t sizes[3] = {8, 8, 1};
+    static const char *names[3] = {"src", "dst", "bits"};
+    Buf b[3];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < 3; i++)
+        if (take(o[i], &b[i], sizes[i], i == 2, names[i]) < 0) {
+            release(b, 3);
+            return NULL;
+        }
+    const int64_t *src = b[0].b.buf, *dst = b[1].b.buf;
+    uint8_t *bits = b[2].b.buf;
+    Py_ssize_t e = LEN(b[0]), q = b[2].b.ndim == 2 ? b[2].b.shape[0] : 0, w = q ? LEN(b[2]) / q : 0;
+    const char *bad = LEN(b[1]) != e ? "src and dst lengths disagree" : b[2].b.ndim != 2 ? "bits must be [states, bytes]" : NULL;
+    for (Py_ssize_t i = 0; !bad && i < e; i++)
+        if (src[i] < 0 || src[i] >= q || dst[i] < 0 || dst[i] >= q) bad = "an edge outside the states";
+    if (bad) {
+        release(b, 3);
+        return PyErr_Format(PyExc_ValueError, "closure: %s", bad);
+    }
+    int64_t *ptr = calloc(q + 1, sizeof(int64_t)), *pred = malloc(sizeof(int64_t) * (e + 1)),
+            *queue = malloc(sizeof(int64_t) * (q + 1));
+    uint8_t *queued = malloc(q + 1);
+    if (!ptr || !pred || !queue || !queued) {
+        free(ptr), free(pred), free(queue), free(queued);
+        release(b, 3);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t taken = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < e; i++) ptr[dst[i] + 1]++; /* predecessors by target, CSR */
+    for (Py_ssize_t s = 0; s < q; s++) ptr[s + 1] += ptr[s];
+    int64_t *fill = queue; /* (the queue's space holds the fill cursors until the worklist starts) */
+    for (Py_ssize_t s = 0; s < q; s++) fill[s] = ptr[s];
+    for (Py_ssize_t i = 0; i < e; i++) pred[fill[dst[i]]++] = src[i];
+    Py_ssize_t head = 0, size = q; /* a ring of the states whose bits grew, every state at first */
+    for (Py_ssize_t s = 0; s < q; s++) queue[s] = s, queued[s] = 1;
+    while (size) {
+        int64_t s = queue[head];
+        head = head + 1 == q ? 0 : head + 1, size--, queued[s] = 0, taken++;
+        const uint8_t *from = bits + s * w;
+        for (int64_t k = ptr[s]; k < ptr[s + 1]; k++) {
+            int64_t p = pred[k];
+            uint8_t *to = bits + p * w, grew = 0;
+            for (Py_ssize_t j = 0; j < w; j++) grew |= from[j] & ~to[j], to[j] |= from[j];
+            if (grew && !queued[p]) {
+                Py_ssize_t tail = head + size;
+                queue[tail >= q ? tail - q : tail] = p, queued[p] = 1, size++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(ptr), free(pred), free(queue), free(queued);
+    release(b, 3);
+    return PyLong_FromSsize_t(taken);
+}
+
 /* gather_bits(flags u8[F], code i32[V], words u32[ceil(V/32)][, simd])
  * Bit t of words (low bit first) set iff flags[code[t]]: a lexer view's status codes looked up
  * in a step's status vector and packed, in one pass (Masker._words). A code outside the flags
@@ -1206,6 +1270,7 @@ static PyMethodDef methods[] = {
     {"walk_kept", walk_kept, METH_VARARGS, "Subtree walks as results, dead strings left out (see greatgramma/native.py)."},
     {"resolve_held", resolve_held, METH_VARARGS, "Held subtree results resolved for an entering state (see greatgramma/native.py)."},
     {"gather_bits", gather_bits, METH_VARARGS, "Status codes looked up and packed into mask words (see greatgramma/native.py)."},
+    {"closure", closure, METH_VARARGS, "Bits OR-ed backwards along edges to the fixpoint (see greatgramma/native.py)."},
     {"block_codes", block_codes, METH_VARARGS, "Status codes of subtree results (see greatgramma/native.py)."},
     {"suffix_lexemes", suffix_lexemes, METH_VARARGS, "First lexemes of the suffix rows to compute (see greatgramma/native.py)."},
     {"product", product, METH_VARARGS, "The lexer DFA as a product of the terminals' DFAs (see greatgramma/native.py)."},

@@ -128,13 +128,30 @@ def risky_states(delta: np.ndarray, accept_next: np.ndarray) -> np.ndarray:
     """bool[Q]: a lexeme in this state can die on valid UTF-8 before it can end again."""
     go = utf8_valid(delta) & (accept_next == DEAD)
     dies = (go & (delta == DEAD)).any(axis=1)
-    cont = go & (delta != DEAD)
-    risky = dies
-    while True:
-        new = dies | (cont & risky[np.maximum(delta, 0)]).any(axis=1)
-        if np.array_equal(new, risky):
-            return risky
-        risky = new
+    src, byte = np.nonzero(go & (delta != DEAD))
+    return _reach_back(src, delta[src, byte], dies[:, None].astype(np.uint8))[:, 0].astype(bool)
+
+
+def _reach_back(src: np.ndarray, dst: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """``bits`` (uint8[Q, W]) with each state's row OR-ed with the rows of every state its edges
+    ``src -> dst`` reach, to the fixpoint (in place): what a state can still become or do."""
+    if native.ext is not None:
+        native.closure(src, dst, bits)
+        return bits
+    order = np.argsort(src, kind="stable")
+    src, dst = src[order], dst[order]
+    if not len(src):
+        return bits
+    starts = np.flatnonzero(np.r_[True, src[1:] != src[:-1]])
+    owners = src[starts]
+    now = bits
+    while True:  # one step of every edge per round: as many rounds as the longest path without a cycle
+        new = now.copy()
+        new[owners] |= np.bitwise_or.reduceat(now[dst], starts, axis=0)
+        if np.array_equal(new, now):
+            bits[...] = now
+            return bits
+        now = new
 
 
 # ---------------------------------------------------------------- construction
@@ -469,12 +486,8 @@ def _subsets_native(nfa: ByteNFA, classes, nclass: int, max_states: int, name: s
 
 def _trimmed(table: np.ndarray, accepting: list[bool], before: list):
     """``_terminal_dfa``'s result with the states from which no accepting state is reachable dead."""
-    live = np.array(accepting, dtype=bool)
-    while True:
-        grown = live | ((table >= 0) & live[np.maximum(table, 0)]).any(axis=1)
-        if (grown == live).all():
-            break
-        live = grown
+    src, cls = np.nonzero(table >= 0)
+    live = _reach_back(src, table[src, cls], np.array(accepting, dtype=np.uint8)[:, None])[:, 0].astype(bool)
     table[(table >= 0) & ~live[np.maximum(table, 0)]] = DEAD
     return table.tolist(), accepting, before, bool(live[0])
 
@@ -540,20 +553,9 @@ def _producible(delta: np.ndarray, accept: np.ndarray, num_terminals: int, accep
     prod[np.nonzero(acc)[0], accept[acc]] = True
     rows, cols = np.nonzero(accept_next >= 0)
     prod[rows, accept_next[rows, cols]] = True
-    src, dst = np.nonzero(delta >= 0)
-    pairs = np.unique(src.astype(np.int64) * q + delta[src, dst])  # distinct edges, sorted by source
-    if not len(pairs):
-        return prod
-    src, dst = pairs // q, pairs % q
-    starts = np.nonzero(np.r_[True, src[1:] != src[:-1]])[0]
-    owners = src[starts]
-    bits = np.packbits(prod, axis=1)  # terminals as bits: the fixpoint moves 8x less data
-    while True:
-        new = bits.copy()
-        new[owners] |= np.bitwise_or.reduceat(bits[dst], starts, axis=0)
-        if np.array_equal(new, bits):
-            return np.unpackbits(bits, axis=1, count=num_terminals).astype(bool)
-        bits = new
+    src, byte = np.nonzero(delta >= 0)
+    bits = _reach_back(src, delta[src, byte], np.packbits(prod, axis=1))  # terminals as bits: 8x less data
+    return np.unpackbits(bits, axis=1, count=num_terminals).astype(bool)
 
 
 def build_lexer(

@@ -194,6 +194,13 @@ def refine(trans: np.ndarray, labels: np.ndarray) -> int:
     return ext.refine(np.ascontiguousarray(trans, dtype=np.int32), trans.shape[1], labels)
 
 
+def closure(src: np.ndarray, dst: np.ndarray, bits: np.ndarray) -> None:
+    """Each state's row of ``bits`` (uint8[Q, W], changed in place) OR-ed with the rows of the
+    states its edges ``src -> dst`` reach, to the fixpoint."""
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+    ext.closure(i64(src), i64(dst), bits)
+
+
 def gather_bits(flags: np.ndarray, code: np.ndarray) -> np.ndarray:
     """uint32 words, bit t (low bit first) set iff ``flags[code[t]]`` (``flags`` bool, ``code``
     int32 within it): ``views.pack(flags[code])`` in one pass."""

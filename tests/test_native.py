@@ -271,3 +271,28 @@ def test_gather_bits_packs_flags_as_numpy_does() -> None:
                 words = np.empty((n + 31) // 32, dtype=np.uint32)
                 native.ext.gather_bits(flags.view(np.uint8), code, words, simd)
                 assert np.array_equal(words, want), (size, n, simd)
+
+
+def test_closure_reaches_the_fixpoint_as_numpy_does(monkeypatch) -> None:
+    """Bits OR-ed backwards along edges (what a lexer state can still become or do): the compiled
+    worklist equals numpy's rounds and a plain reachability check, on random graphs with cycles,
+    duplicate edges and states without edges."""
+    from greatgramma.lexer import _reach_back
+
+    rng, compiled = np.random.default_rng(11), native.ext
+    for states, edges, width in ((1, 0, 1), (5, 12, 1), (40, 90, 3), (300, 700, 2)):
+        src, dst = rng.integers(0, states, edges), rng.integers(0, states, edges)
+        bits = (rng.random((states, width)) < 0.1).astype(np.uint8) * rng.integers(1, 256, (states, width)).astype(np.uint8)
+        got = []
+        for loops in (compiled, None):
+            monkeypatch.setattr(native, "ext", loops)
+            got.append(_reach_back(src, dst, bits.copy()))
+        monkeypatch.setattr(native, "ext", compiled)
+        reach = np.eye(states, dtype=bool)  # reach[a, b]: b is reachable from a
+        reach[src, dst] = True
+        for k in range(states):
+            reach |= reach[:, [k]] & reach[[k], :]
+        want = np.array([np.bitwise_or.reduce(bits[reach[a]], axis=0) for a in range(states)], dtype=np.uint8)
+        assert np.array_equal(got[0], want) and np.array_equal(got[1], want), states
+    with pytest.raises(ValueError, match="outside"):
+        native.closure(np.array([0]), np.array([3]), np.zeros((2, 1), np.uint8))
