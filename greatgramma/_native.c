@@ -591,6 +591,27 @@ static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(count);
 }
 
+/* intern_rows' hash table (keys, ids; id -1: empty) at twice the size, its entries placed again;
+ * -1 where memory runs out (the table is then left as it was). */
+static int grow_table(int64_t **keys, int64_t **ids, Py_ssize_t *cap) {
+    Py_ssize_t size = 2 * *cap;
+    int64_t *k = malloc(sizeof(int64_t) * size), *d = malloc(sizeof(int64_t) * size);
+    if (!k || !d) {
+        free(k), free(d);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) d[i] = -1;
+    for (Py_ssize_t i = 0; i < *cap; i++)
+        if ((*ids)[i] >= 0) {
+            Py_ssize_t h = (Py_ssize_t)(((uint64_t)(*keys)[i] * 0x9E3779B97F4A7C15ull) >> 20) & (size - 1);
+            while (d[h] >= 0) h = (h + 1) & (size - 1);
+            k[h] = (*keys)[i], d[h] = (*ids)[i];
+        }
+    free(*keys), free(*ids);
+    *keys = k, *ids = d, *cap = size;
+    return 0;
+}
+
 /* intern_rows(term i64[K], next i64[K], depth i64[K], at i64[K], memo i32[N], ignored u8[T],
  *             rows_term i64[R], rows_next i64[R])
  * The suffix rows of suffix_lexemes' positions, shallowest first, written into memo at `at`:
@@ -627,8 +648,8 @@ static PyObject *intern_rows(PyObject *self, PyObject *args) {
         }
         if (depth[i] > max_depth) max_depth = depth[i];
     }
-    Py_ssize_t cap = 16;
-    while (cap < 2 * (r + k) + 16) cap *= 2;
+    Py_ssize_t cap = 1024; /* a hash table of rows at most half full, grown as rows are made (few are) */
+    while (cap < 2 * r + 16) cap *= 2;
     int64_t *keys = malloc(sizeof(int64_t) * cap), *ids = malloc(sizeof(int64_t) * cap);
     int64_t *new_term = malloc(sizeof(int64_t) * (k + 1)), *new_next = malloc(sizeof(int64_t) * (k + 1));
     Py_ssize_t *level = calloc(max_depth + 2, sizeof(Py_ssize_t)), *order = malloc(sizeof(Py_ssize_t) * (k + 1));
@@ -668,14 +689,20 @@ static PyObject *intern_rows(PyObject *self, PyObject *args) {
         int64_t key = KEY(a, c);
         Py_ssize_t h = SLOT(key);
         while (ids[h] >= 0 && keys[h] != key) h = (h + 1) & (cap - 1);
-        if (ids[h] < 0) keys[h] = key, ids[h] = r + made, new_term[made] = a, new_next[made] = c, made++;
+        if (ids[h] < 0) {
+            keys[h] = key, ids[h] = r + made, new_term[made] = a, new_next[made] = c, made++;
+            if (2 * (r + made) > cap && grow_table(&keys, &ids, &cap) < 0) { bad = 2; break; }
+            h = SLOT(key);
+            while (keys[h] != key) h = (h + 1) & (cap - 1);
+        }
         memo[at[i]] = (int32_t)ids[h];
     }
 #undef SLOT
 #undef KEY
     Py_END_ALLOW_THREADS
     PyObject *result = NULL;
-    if (bad) PyErr_SetString(PyExc_ValueError, "intern_rows: a break continues at a row that is not known");
+    if (bad == 2) PyErr_NoMemory();
+    else if (bad) PyErr_SetString(PyExc_ValueError, "intern_rows: a break continues at a row that is not known");
     else result = Py_BuildValue("(y#y#)", (char *)new_term, made * 8, (char *)new_next, made * 8);
     free(keys), free(ids), free(new_term), free(new_next), free(level), free(order);
     release(b, 8);
