@@ -1129,6 +1129,85 @@ static PyObject *refine(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(blocks);
 }
 
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* utf8_positions(delta i32[Q*256], table i8[D*256], pos i64[Q], mixed u8[Q])
+ * The UTF-8 decoder state each DFA state is reached in (lexer.utf8_valid): breadth first from
+ * state 0 (pos[0] set by the caller, the others -2), a round at a time as numpy takes them: a
+ * state is first met in a round, its decoder state the last of that round's arrivals (in order
+ * of source state, then byte); it is mixed where arrivals disagree, in its round or later.
+ * pos and mixed are written in place. */
+static PyObject *utf8_positions(PyObject *self, PyObject *args) {
+    PyObject *o[4];
+    if (!PyArg_UnpackTuple(args, "utf8_positions", 4, 4, &o[0], &o[1], &o[2], &o[3])) return NULL;
+    static const Py_ssize_t sizes[4] = {4, 1, 8, 1};
+    static const char *names[4] = {"delta", "table", "pos", "mixed"};
+    Buf b[4];
+    memset(b, 0, sizeof b);
+    for (int i = 0; i < 4; i++)
+        if (take(o[i], &b[i], sizes[i], i >= 2, names[i]) < 0) {
+            release(b, 4);
+            return NULL;
+        }
+    const int32_t *delta = b[0].b.buf;
+    const int8_t *table = b[1].b.buf;
+    int64_t *pos = b[2].b.buf;
+    uint8_t *mixed = b[3].b.buf;
+    Py_ssize_t q = LEN(b[2]), decoders = LEN(b[1]) / 256;
+    const char *bad = LEN(b[0]) != q * 256 || LEN(b[3]) != q || LEN(b[1]) != decoders * 256 || !q ? "array lengths disagree" : NULL;
+    for (Py_ssize_t i = 0; !bad && i < q * 256; i++)
+        if (delta[i] < DEAD || delta[i] >= q) bad = "a transition outside the states";
+    for (Py_ssize_t i = 0; !bad && i < decoders * 256; i++)
+        if (table[i] < -1 || table[i] >= decoders) bad = "a decoder state outside the table";
+    for (Py_ssize_t i = 0; !bad && i < q; i++)
+        if (pos[i] < -2 || pos[i] >= decoders) bad = "a decoder state outside the table";
+    if (bad) {
+        release(b, 4);
+        return PyErr_Format(PyExc_ValueError, "utf8_positions: %s", bad);
+    }
+    int64_t *frontier = malloc(sizeof(int64_t) * (q + 1)), *next = malloc(sizeof(int64_t) * (q + 1));
+    int64_t *round_of = malloc(sizeof(int64_t) * (q + 1));
+    if (!frontier || !next || !round_of) {
+        free(frontier), free(next), free(round_of);
+        release(b, 4);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < q; i++) round_of[i] = pos[i] == -2 ? -1 : 0; /* the round a state was first met in */
+    Py_ssize_t size = 0, round = 0;
+    for (Py_ssize_t i = 0; i < q; i++) if (pos[i] != -2) frontier[size++] = i;
+    while (size) {
+        round++;
+        Py_ssize_t met = 0;
+        for (Py_ssize_t k = 0; k < size; k++) {
+            int64_t src = frontier[k], u = pos[src];
+            for (int c = 0; c < 256; c++) {
+                int64_t t = delta[src * 256 + c];
+                if (t == DEAD) continue;
+                int64_t nu = u >= 0 ? table[u * 256 + c] : -1;
+                if (round_of[t] >= 0 && round_of[t] < round) { /* met in an earlier round */
+                    if (pos[t] != nu) mixed[t] = 1;
+                } else if (round_of[t] < 0) { /* first arrival */
+                    round_of[t] = round, pos[t] = nu, next[met++] = t;
+                } else { /* another arrival in this round: the last one stands */
+                    if (pos[t] != nu) mixed[t] = 1;
+                    pos[t] = nu;
+                }
+            }
+        }
+        qsort(next, met, sizeof(int64_t), cmp_i64); /* the next round's sources in ascending order (np.unique) */
+        int64_t *swap = frontier;
+        frontier = next, next = swap, size = met;
+    }
+    Py_END_ALLOW_THREADS
+    free(frontier), free(next), free(round_of);
+    release(b, 4);
+    Py_RETURN_NONE;
+}
+
 /* closure(src i64[E], dst i64[E], bits u8[Q*W]) -> rounds
  * Each state's bits OR-ed with those of every state an edge src -> dst reaches, to the fixpoint,
  * in place (what a state can still become, whether it can still die: lexer._reach_back): a worklist
@@ -1297,6 +1376,7 @@ static PyMethodDef methods[] = {
     {"walk_kept", walk_kept, METH_VARARGS, "Subtree walks as results, dead strings left out (see greatgramma/native.py)."},
     {"resolve_held", resolve_held, METH_VARARGS, "Held subtree results resolved for an entering state (see greatgramma/native.py)."},
     {"gather_bits", gather_bits, METH_VARARGS, "Status codes looked up and packed into mask words (see greatgramma/native.py)."},
+    {"utf8_positions", utf8_positions, METH_VARARGS, "UTF-8 decoder states of a DFA's states (see greatgramma/native.py)."},
     {"closure", closure, METH_VARARGS, "Bits OR-ed backwards along edges to the fixpoint (see greatgramma/native.py)."},
     {"block_codes", block_codes, METH_VARARGS, "Status codes of subtree results (see greatgramma/native.py)."},
     {"suffix_lexemes", suffix_lexemes, METH_VARARGS, "First lexemes of the suffix rows to compute (see greatgramma/native.py)."},

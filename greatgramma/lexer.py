@@ -106,8 +106,10 @@ def utf8_valid(delta: np.ndarray) -> np.ndarray:
     pos = np.full(n, -2, dtype=np.int64)  # UTF-8 decoder state reached in; -2 unseen, -1 invalid
     pos[0] = 0
     mixed = np.zeros(n, dtype=bool)
-    frontier = np.array([0])
-    while len(frontier):
+    if native.ext is not None:
+        native.utf8_positions(delta, _UTF8_NEXT, pos, mixed)
+    frontier = np.array([0] if native.ext is None else [], dtype=np.int64)
+    while len(frontier):  # breadth first, a round at a time
         i, b = np.nonzero(delta[frontier] != DEAD)
         src = frontier[i]
         t = delta[src, b].astype(np.int64)

@@ -194,6 +194,14 @@ def refine(trans: np.ndarray, labels: np.ndarray) -> int:
     return ext.refine(np.ascontiguousarray(trans, dtype=np.int32), trans.shape[1], labels)
 
 
+def utf8_positions(delta: np.ndarray, table: np.ndarray, pos: np.ndarray, mixed: np.ndarray) -> None:
+    """``lexer.utf8_valid``'s breadth-first rounds: the UTF-8 decoder state (``table``: int8
+    [decoder state, byte]) each state of ``delta`` is reached in, into ``pos`` (int64; set for the
+    start, -2 elsewhere) and whether arrivals disagree, into ``mixed`` (bool), in place."""
+    ext.utf8_positions(np.ascontiguousarray(delta, dtype=np.int32), np.ascontiguousarray(table, dtype=np.int8),
+                       pos, mixed.view(np.uint8))
+
+
 def closure(src: np.ndarray, dst: np.ndarray, bits: np.ndarray) -> None:
     """Each state's row of ``bits`` (uint8[Q, W], changed in place) OR-ed with the rows of the
     states its edges ``src -> dst`` reach, to the fixpoint."""

@@ -296,3 +296,17 @@ def test_closure_reaches_the_fixpoint_as_numpy_does(monkeypatch) -> None:
         assert np.array_equal(got[0], want) and np.array_equal(got[1], want), states
     with pytest.raises(ValueError, match="outside"):
         native.closure(np.array([0]), np.array([3]), np.zeros((2, 1), np.uint8))
+
+
+def test_utf8_positions_agree_on_random_dfas(monkeypatch) -> None:
+    """The bytes that keep a DFA's text valid UTF-8 (``lexer.utf8_valid``): the compiled rounds
+    equal numpy's on random DFAs whose states are met in several decoder states (mixed)."""
+    rng, compiled = np.random.default_rng(13), native.ext
+    for states, dense in ((1, 0.5), (6, 0.05), (30, 0.02), (200, 0.01), (200, 0.2)):
+        delta = np.where(rng.random((states, 256)) < dense, rng.integers(0, states, (states, 256)), -1).astype(np.int32)
+        got = []
+        for loops in (compiled, None):
+            monkeypatch.setattr(native, "ext", loops)
+            got.append(lexer.utf8_valid(delta))
+        monkeypatch.setattr(native, "ext", compiled)
+        assert np.array_equal(got[0], got[1]), states
