@@ -181,9 +181,10 @@ def _byte_classes(masks: set[int]) -> tuple[np.ndarray, list[int]]:
     member = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(-1, 32), axis=1, bitorder="little")  # [mask, byte]
     columns = np.packbits(member, axis=0).T  # [byte, the masks that take it, packed]
     classes: dict[bytes, int] = {}
-    class_of_byte = np.array([classes.setdefault(c.tobytes(), len(classes)) for c in columns], dtype=np.int32)
-    parts = [int.from_bytes(np.packbits(class_of_byte == c, bitorder="little").tobytes(), "little") for c in range(len(classes))]
-    return class_of_byte, parts
+    flat, w = np.ascontiguousarray(columns).tobytes(), columns.shape[1]
+    class_of_byte = np.array([classes.setdefault(flat[i : i + w], len(classes)) for i in range(0, 256 * w, w)], dtype=np.int32)
+    raw = np.packbits(class_of_byte == np.arange(len(classes))[:, None], axis=1, bitorder="little").tobytes()
+    return class_of_byte, [int.from_bytes(raw[i : i + 32], "little") for i in range(0, len(raw), 32)]
 
 
 class _RegexDFA(NamedTuple):
