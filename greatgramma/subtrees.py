@@ -31,7 +31,8 @@ class Walk(NamedTuple):
     """The strings of a subtree (or several) that are not dead, and what each does: its first
     lexeme ends as terminal ``first`` (NO_TERM: an ignored one) and then ``rest`` is the suffix
     row of the remaining bytes; or ``first`` is END and ``rest`` is the state the string ends in
-    (inside the lexeme); or ``first`` is FALLBACK / END_HELD (held, see :meth:`SubtreeWalks.resolve`)."""
+    (inside the lexeme); or ``first`` is FALLBACK / END_HELD (held, see :meth:`SubtreeWalks.resolve`).
+    Strings whose rest turned out dead may stay listed, with ``first`` DEAD."""
 
     strings: np.ndarray
     first: np.ndarray
@@ -277,14 +278,10 @@ class SubtreeWalks:
         if len(got.fix_at):  # ends holding a fallback inside the string: extended states
             at = got.fix_at
             got.rest[at] = tr.end_states(got.rest[at], got.fix_term, got.strings[at], got.fix_off)
-        if len(got.unknown):  # suffix rows computed now; the strings whose row is dead are left out
+        if len(got.unknown):  # suffix rows computed now; the strings whose row is dead stay, marked DEAD
             at = got.unknown
             got.rest[at] = rows = tr.rows_at(got.rest[at])
-            if (rows == DEAD).any():
-                keep = np.ones(len(got.strings), dtype=bool)
-                keep[at[rows == DEAD]] = False
-                keep = np.flatnonzero(keep)  # (once: four boolean selections would each count it again)
-                got = got._replace(**{f: getattr(got, f).take(keep) for f in ("strings", "first", "rest", "origin")})
+            got.first[at[rows == DEAD]] = DEAD  # (compacting four arrays of the vocabulary's size cost more)
         return got
 
     @cached_property
@@ -452,7 +449,7 @@ class SubtreeWalks:
             at = where[strings[live]]
             found = at >= 0  # the others die
             f, r = walk.first[at[found]], walk.rest[at[found]]
-            row = np.full(len(f), UNKNOWN, dtype=np.int64)  # FALLBACK: backs up to x's own fallback
+            row = np.where(f == DEAD, DEAD, UNKNOWN)  # UNKNOWN where FALLBACK: backs up to x's own fallback
             end = f == END
             row[end] = tr.outcomes.intern_many(f[end], r[end])
             row[f == NO_TERM] = r[f == NO_TERM]

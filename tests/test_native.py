@@ -44,6 +44,9 @@ def _grammar(name: str) -> gg.Grammar:
 def _sorted(walk: tuple) -> dict[str, np.ndarray]:
     """A subtree's results by string; the fallback fields only where they mean something (END_LA)."""
     fields = dict(zip(walk._fields, walk))
+    if "first" in fields:  # (the compiled loop may list strings that die, marked DEAD)
+        alive = fields["first"] != DEAD
+        fields = {k: v[alive] for k, v in fields.items()}
     order = np.argsort(fields["strings"], kind="stable")
     out = {k: v[order] for k, v in fields.items() if k != "origin"}
     if "la_off" in out:
