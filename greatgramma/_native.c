@@ -76,9 +76,11 @@ typedef struct {
 
 /* The strings [lo, hi) of one subtree from DFA state0 after their first byte (entry fallback
  * la_off0), each string's outcome handed to emit(ctx, string, outcome) in order; a string that
- * dies at the same byte as the one before reuses its walk. */
-static inline void walk_range(const Walker *w, int64_t lo, int64_t hi, int64_t state0, int64_t la_off0,
-                              void (*emit)(void *, int64_t, const Outcome *), void *ctx) {
+ * dies at the same byte as the one before reuses its walk. Inlined into each caller, so that
+ * its emit is a direct call and, with columns 0, the column bookkeeping drops out. */
+static inline __attribute__((always_inline)) void walk_range(const Walker *w, int64_t lo, int64_t hi, int64_t state0,
+                                                             int64_t la_off0, int columns,
+                                                             void (*emit)(void *, int64_t, const Outcome *), void *ctx) {
     int64_t *st = w->st, *off = w->off, *lt = w->lt, *col = w->col, *lcol = w->lcol;
     int64_t valid = 0; /* stack entries 1..valid hold the previous string's walk */
     int64_t died = -1; /* the byte the previous string died at (-1: it did not) */
@@ -106,23 +108,25 @@ static inline void walk_range(const Walker *w, int64_t lo, int64_t hi, int64_t s
             int32_t nxt = w->delta[q * 256 + c], here = w->accept_next[q * 256 + c];
             if (nxt == DEAD) {
                 last = (Outcome){W_DROP, DEAD, 0, -2, DEAD, 0, 0};
-                if (here != DEAD) last.code = W_BREAK, last.term = here, last.at = d, last.where = col[d];
-                else if (off[d] >= 0) last.code = W_BREAK, last.term = lt[d], last.at = off[d], last.where = lcol[d];
+                if (here != DEAD) last.code = W_BREAK, last.term = here, last.at = d, last.where = columns ? col[d] : 0;
+                else if (off[d] >= 0) last.code = W_BREAK, last.term = lt[d], last.at = off[d], last.where = columns ? lcol[d] : 0;
                 else if (off[d] == -1) last.code = W_FALLBACK;
                 died = d;
                 break;
             }
             int64_t o2 = here != DEAD ? d : off[d];
             st[d + 1] = nxt, off[d + 1] = w->risky[nxt] ? o2 : -2, lt[d + 1] = here != DEAD ? here : lt[d];
-            lcol[d + 1] = here != DEAD ? col[d] : lcol[d];
-            col[d + 1] = c == 10 ? NEWLINE_SEEN : col[d] + (c == 32) + (c == 9 ? w->tab : 0);
+            if (columns) {
+                lcol[d + 1] = here != DEAD ? col[d] : lcol[d];
+                col[d + 1] = c == 10 ? NEWLINE_SEEN : col[d] + (c == 32) + (c == 9 ? w->tab : 0);
+            }
         }
         if (died >= 0) {
             valid = died;
             emit(ctx, s, &last);
         } else {
             valid = len;
-            res = (Outcome){W_END, DEAD, st[len], off[len], lt[len], col[len], lcol[len]};
+            res = (Outcome){W_END, DEAD, st[len], off[len], lt[len], columns ? col[len] : 0, columns ? lcol[len] : 0};
             emit(ctx, s, &res);
         }
     }
@@ -217,7 +221,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     }
     AllOut a = {b[10].b.buf, b[11].b.buf, b[12].b.buf, b[13].b.buf, b[14].b.buf, b[15].b.buf, b[16].b.buf, 0};
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t p = 0; p < pairs; p++) walk_range(&w, lo[p], hi[p], state0[p], la_off0[p], emit_all, &a);
+    for (Py_ssize_t p = 0; p < pairs; p++) walk_range(&w, lo[p], hi[p], state0[p], la_off0[p], 1, emit_all, &a);
     Py_END_ALLOW_THREADS
     PyMem_Free(stack);
     release(b, WALK_ARGS);
@@ -326,7 +330,7 @@ static PyObject *walk_kept(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t p = 0; p < pairs; p++) {
         k.state0 = state0[p], k.held = la_off0[p] == -1, k.origin = p;
-        walk_range(&w, lo[p], hi[p], state0[p], la_off0[p], emit_kept, &k);
+        walk_range(&w, lo[p], hi[p], state0[p], la_off0[p], 0, emit_kept, &k);
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(stack);
