@@ -511,23 +511,24 @@ static int64_t first_lexeme(const int32_t *delta, const int32_t *accept_next, co
 }
 
 /* suffix_lexemes(delta i32[Q*256], accept_next i32[Q*256], risky u8[Q], flat u8[N], stop i64[N],
- *                memo i32[N], todo i64[T], pos i64[C], term i64[C], next i64[C], la_at i64[C],
- *                la_term i64[C], depth i64[C]) -> count
+ *                memo i32[N], todo i64[T], slot i32[N+1], pos i32[C], term i32[C], next i32[C],
+ *                la_at i32[C], la_term i32[C], depth i32[C]) -> count
  * The first lexemes of the suffix rows not yet known (memo UNKNOWN) at positions todo and at
  * every position a break there continues at, recursively, written into the first count entries
- * of the outputs (C: at least the positions from each todo to its string's end): per position as
+ * of the outputs: per position as
  * first_lexeme gives it, and depth 0 where the rest is known (END, DEAD, or a break continuing
- * at a known row), else 1 + the continuation's depth. The caller allocates the outputs (numpy
- * leaves untouched pages unmapped, so a generous bound costs nothing). */
-#define LEXEMES_BUFS 13
+ * at a known row), else 1 + the continuation's depth. The caller allocates the outputs (C: one
+ * entry per position, as each is met once at most; numpy leaves untouched pages unmapped) and
+ * slot, all zero, which is left all zero (kept between calls, it is not cleared again). */
+#define LEXEMES_BUFS 14
 static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
     PyObject *o[LEXEMES_BUFS];
     if (!PyArg_UnpackTuple(args, "suffix_lexemes", LEXEMES_BUFS, LEXEMES_BUFS, &o[0], &o[1], &o[2], &o[3], &o[4],
-                           &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12]))
+                           &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13]))
         return NULL;
-    static const Py_ssize_t sizes[LEXEMES_BUFS] = {4, 4, 1, 1, 8, 4, 8, 8, 8, 8, 8, 8, 8};
+    static const Py_ssize_t sizes[LEXEMES_BUFS] = {4, 4, 1, 1, 8, 4, 8, 4, 4, 4, 4, 4, 4, 4};
     static const char *names[LEXEMES_BUFS] = {"delta", "accept_next", "risky", "flat", "stop", "memo", "todo",
-                                              "pos", "term", "next", "la_at", "la_term", "depth"};
+                                              "slot", "pos", "term", "next", "la_at", "la_term", "depth"};
     Buf b[LEXEMES_BUFS];
     memset(b, 0, sizeof b);
     for (int i = 0; i < LEXEMES_BUFS; i++)
@@ -538,49 +539,48 @@ static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
     const int32_t *delta = b[0].b.buf, *accept_next = b[1].b.buf, *memo = b[5].b.buf;
     const uint8_t *risky = b[2].b.buf, *flat = b[3].b.buf;
     const int64_t *stop = b[4].b.buf, *todo = b[6].b.buf;
-    int64_t *pos = b[7].b.buf, *term = b[8].b.buf, *next = b[9].b.buf, *la_at = b[10].b.buf, *la_term = b[11].b.buf,
-            *depth = b[12].b.buf;
-    Py_ssize_t n = LEN(b[6]), positions = LEN(b[3]), cap = LEN(b[7]), bound = 0;
+    int32_t *slot = b[7].b.buf, *pos = b[8].b.buf, *term = b[9].b.buf, *next = b[10].b.buf, *la_at = b[11].b.buf,
+            *la_term = b[12].b.buf, *depth = b[13].b.buf;
+    Py_ssize_t n = LEN(b[6]), positions = LEN(b[3]), cap = LEN(b[8]);
     const char *bad = NULL;
-    if (LEN(b[4]) != positions || LEN(b[5]) != positions)
+    if (LEN(b[4]) != positions || LEN(b[5]) != positions || LEN(b[7]) != positions + 1 || positions >= INT32_MAX)
         bad = "array lengths disagree";
-    for (int i = 8; !bad && i < LEXEMES_BUFS; i++)
+    for (int i = 9; !bad && i < LEXEMES_BUFS; i++)
         if (LEN(b[i]) != cap) bad = "output lengths disagree";
-    for (Py_ssize_t i = 0; !bad && i < n; i++) {
-        if (todo[i] < 0 || todo[i] >= positions || stop[todo[i]] <= todo[i] || stop[todo[i]] > positions)
-            bad = "a position outside its string";
-        else
-            bound += stop[todo[i]] - todo[i];
-    }
-    if (!bad && bound > cap) bad = "outputs shorter than the positions to the strings' ends";
+    if (!bad && cap < positions) bad = "outputs shorter than the positions"; /* each is met once at most */
+    for (Py_ssize_t i = 0; !bad && i < n; i++)
+        if (todo[i] < 0 || todo[i] >= positions) bad = "a position outside the strings";
     if (bad) {
         release(b, LEXEMES_BUFS);
         return PyErr_Format(PyExc_ValueError, "suffix_lexemes: %s", bad);
     }
-    /* slot[p]: 1 + the output row of position p, 0 where not met (continuations lie further on in the
-     * same string, so they stay within the bound) */
-    int32_t *slot = calloc(positions + 1, sizeof(int32_t));
-    int64_t *chain = slot ? malloc(sizeof(int64_t) * (cap + 1)) : NULL;
+    int32_t *chain = malloc(sizeof(int32_t) * (cap + 1));
     if (!chain) {
-        free(slot);
         release(b, LEXEMES_BUFS);
         return PyErr_NoMemory();
     }
-    Py_ssize_t count = 0;
+    /* slot[p]: 1 + the output row of position p, 0 where not met (continuations lie further on in the
+     * same string, so they stay within the bound) */
+    Py_ssize_t count = 0, outside = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++)
-        if (memo[todo[i]] == UNKNOWN && !slot[todo[i]]) pos[count] = todo[i], slot[todo[i]] = (int32_t)++count;
+        if (memo[todo[i]] == UNKNOWN && !slot[todo[i]]) pos[count] = (int32_t)todo[i], slot[todo[i]] = (int32_t)++count;
     for (Py_ssize_t r = 0; r < count; r++) {
-        term[r] = first_lexeme(delta, accept_next, risky, flat, pos[r], stop[pos[r]], &next[r], &la_at[r], &la_term[r]);
-        int64_t k = next[r];
-        if (term[r] < 0 || memo[k] != UNKNOWN || slot[k]) continue;
-        pos[count] = k, slot[k] = (int32_t)++count;
+        int64_t nx, la, lt, end = stop[pos[r]];
+        if (end <= pos[r] || end > positions) { /* (a string's end is after its positions) */
+            outside = 1, term[r] = DEAD, next[r] = DEAD, la_at[r] = -1, la_term[r] = DEAD;
+            continue;
+        }
+        term[r] = (int32_t)first_lexeme(delta, accept_next, risky, flat, pos[r], end, &nx, &la, &lt);
+        next[r] = (int32_t)nx, la_at[r] = (int32_t)la, la_term[r] = (int32_t)lt;
+        if (term[r] < 0 || memo[nx] != UNKNOWN || slot[nx]) continue;
+        pos[count] = (int32_t)nx, slot[nx] = (int32_t)++count;
     }
     /* each depth once: follow a position's continuations to a known depth, then back */
     for (Py_ssize_t r = 0; r < count; r++) depth[r] = -1;
     for (Py_ssize_t r0 = 0; r0 < count; r0++) {
         Py_ssize_t len = 0;
-        int64_t r = r0, d = 0;
+        int32_t r = (int32_t)r0, d = 0;
         while (depth[r] < 0) {
             chain[len++] = r;
             if (term[r] < 0 || !slot[next[r]]) break;
@@ -589,9 +589,11 @@ static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
         if (depth[r] >= 0) d = depth[r] + 1;
         while (len--) depth[chain[len]] = d++;
     }
+    for (Py_ssize_t r = 0; r < count; r++) slot[pos[r]] = 0; /* left as found */
     Py_END_ALLOW_THREADS
-    free(slot), free(chain);
+    free(chain);
     release(b, LEXEMES_BUFS);
+    if (outside) return PyErr_Format(PyExc_ValueError, "suffix_lexemes: a position outside its string");
     return PyLong_FromSsize_t(count);
 }
 
@@ -616,7 +618,7 @@ static int grow_table(int64_t **keys, int64_t **ids, Py_ssize_t *cap) {
     return 0;
 }
 
-/* intern_rows(term i64[K], next i64[K], depth i64[K], at i64[K], memo i32[N], ignored u8[T],
+/* intern_rows(term i32[K], next i32[K], depth i32[K], at i32[K], memo i32[N], ignored u8[T],
  *             rows_term i64[R], rows_next i64[R])
  * The suffix rows of suffix_lexemes' positions, shallowest first, written into memo at `at`:
  * DEAD, an END row (END, end state), a break on an ignored terminal (the row it continues
@@ -626,7 +628,7 @@ static PyObject *intern_rows(PyObject *self, PyObject *args) {
     PyObject *o[8];
     if (!PyArg_UnpackTuple(args, "intern_rows", 8, 8, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7]))
         return NULL;
-    static const Py_ssize_t sizes[8] = {8, 8, 8, 8, 4, 1, 8, 8};
+    static const Py_ssize_t sizes[8] = {4, 4, 4, 4, 4, 1, 8, 8};
     static const char *names[8] = {"term", "next", "depth", "at", "memo", "ignored", "rows_term", "rows_next"};
     Buf b[8];
     memset(b, 0, sizeof b);
@@ -635,7 +637,7 @@ static PyObject *intern_rows(PyObject *self, PyObject *args) {
             release(b, 8);
             return NULL;
         }
-    const int64_t *term = b[0].b.buf, *next = b[1].b.buf, *depth = b[2].b.buf, *at = b[3].b.buf;
+    const int32_t *term = b[0].b.buf, *next = b[1].b.buf, *depth = b[2].b.buf, *at = b[3].b.buf;
     const int64_t *rows_term = b[6].b.buf, *rows_next = b[7].b.buf;
     int32_t *memo = b[4].b.buf;
     const uint8_t *ignored = b[5].b.buf;

@@ -137,19 +137,25 @@ def block_codes(first: np.ndarray, rest: np.ndarray, seg: np.ndarray, strings: n
     return firsts.view(bool), held.view(bool), ends_seg[:ends], ends_state[:ends]
 
 
-def suffix_lexemes(dfa: DFAArrays, flat: np.ndarray, stop: np.ndarray, memo: np.ndarray,
-                   todo: np.ndarray) -> tuple[np.ndarray, ...]:
+def suffix_lexemes(dfa: DFAArrays, flat: np.ndarray, stop: np.ndarray, memo: np.ndarray, todo: np.ndarray,
+                   slots: list) -> tuple[np.ndarray, ...]:
     """The first lexemes from the start state at flat positions ``todo`` whose suffix row is not
     known (``memo`` UNKNOWN), and at each position a lexeme break there continues at, recursively
-    (``stop``: per flat position, where its string ends). Per position met: (the position; the
-    break terminal, END or DEAD; the position the rest starts at, or the end state; for END, the
-    flat position where the lexeme last could end, -1: none, and its terminal; the depth: 0 where
-    the rest is known, else 1 + that of the position the rest starts at)."""
+    (``stop``: per flat position, where its string ends). Per position met, int32: (the position;
+    the break terminal, END or DEAD; the position the rest starts at, or the end state; for END,
+    the flat position where the lexeme last could end, -1: none, and its terminal; the depth: 0
+    where the rest is known, else 1 + that of the position the rest starts at). ``slots``: a pool
+    of zeroed int32 arrays (one entry per flat position and one more) to borrow from, or add to."""
     todo = np.ascontiguousarray(todo, dtype=np.int64)
-    inside = todo[(todo >= 0) & (todo < len(stop))]  # (the others are refused by name)
-    bound = int((stop[inside] - inside).sum())  # every position met lies on in a todo's string
-    out = [np.empty(bound, dtype=np.int64) for _ in range(6)]
-    count = ext.suffix_lexemes(*dfa, flat, stop, memo, todo, *out)
+    out = [np.empty(len(flat), dtype=np.int32) for _ in range(6)]  # (each position is met once at most)
+    try:
+        slot = slots.pop()
+    except IndexError:
+        slot = np.zeros(len(flat) + 1, dtype=np.int32)
+    try:
+        count = ext.suffix_lexemes(*dfa, flat, stop, memo, todo, slot, *out)
+    finally:
+        slots.append(slot)  # (left all zero, or untouched where an argument was refused)
     return tuple(a[:count] for a in out)
 
 
@@ -159,8 +165,9 @@ def intern_rows(term: np.ndarray, nxt: np.ndarray, depth: np.ndarray, at: np.nda
     first (``nxt``: for END the end state, else the position the rest starts at; ``ignored`` per
     terminal): rows interned among the existing ones (``rows_term``/``rows_next``) or new; returns
     the new rows' (terms, nexts), numbered on from the existing ones."""
+    i32 = lambda x: np.ascontiguousarray(x, dtype=np.int32)  # noqa: E731
     i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
-    got = ext.intern_rows(i64(term), i64(nxt), i64(depth), i64(at), memo, np.ascontiguousarray(ignored, dtype=np.uint8),
+    got = ext.intern_rows(i32(term), i32(nxt), i32(depth), i32(at), memo, np.ascontiguousarray(ignored, dtype=np.uint8),
                           i64(rows_term), i64(rows_next))
     return tuple(np.frombuffer(b, dtype=np.int64) for b in got)
 

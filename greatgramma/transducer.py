@@ -201,12 +201,12 @@ class TokenTransducer:
         rows interned by depth (how many lexemes on their rest is not known yet), shallowest first."""
         trie, memo = self.trie, self.suffix
         flat, term, nxt, la_at, la_term, depth = native.suffix_lexemes(
-            self._dfa_arrays, trie.flat_bytes, trie.position_end, memo, todo)
+            self._dfa_arrays, trie.flat_bytes, trie.position_end, memo, todo, trie.slot_pool)
         end = np.flatnonzero(term == END)
         if len(end):
             string = trie.position_string[flat[end]].astype(np.int64)
             off = np.where(la_at[end] >= 0, la_at[end] - trie.offsets[string], -1)
-            nxt[end] = self.end_states(nxt[end], la_term[end], string, off)
+            nxt[end] = self.end_states(nxt[end].astype(np.int64), la_term[end].astype(np.int64), string, off)
         self.outcomes.intern_rows(term, nxt, depth, flat, memo, self.ignored[:-1])
 
     def _first_lexemes(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -90,6 +90,13 @@ class TokenTrie:
         return _common_prefixes(self.matrix, self.lengths)
 
     @cached_property
+    def slot_pool(self) -> list:
+        """Zeroed int32 arrays of one entry per flat byte position and one more, lent to
+        ``native.suffix_lexemes`` (which leaves them zero) by every grammar compiled for this
+        vocabulary, so that none is cleared again per call."""
+        return []
+
+    @cached_property
     def position_end(self) -> np.ndarray:
         """int64 per flat byte position: the flat position where its string ends (derived, computed once)."""
         return np.repeat(self.offsets[1:], self.lengths)

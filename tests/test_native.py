@@ -200,7 +200,7 @@ def test_bad_arguments_are_refused() -> None:
         native.walk(dfa, trie.flat_bytes, trie.offsets, trie.common_prefix, one, np.array([5]), one, one, 0)
     with pytest.raises(ValueError, match="outside"):
         native.suffix_lexemes(dfa, trie.flat_bytes, trie.position_end, np.zeros(len(trie.flat_bytes), np.int32),
-                              np.array([99]))
+                              np.array([99]), [])
     with pytest.raises(TypeError, match="lcp"):
         native.walk(dfa, trie.flat_bytes, trie.offsets, trie.offsets, one, one, one, one, 0)
     suffix, ignored = np.zeros(len(trie.flat_bytes), np.int32), np.zeros(1, bool)
@@ -224,7 +224,7 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="inconsistent"):  # class 3 of 1
         native.subsets(1, i64(0, 0, 0), i32(), i64(0, 1, 1), i32(1), i64(0, 1), i32(3), 0, 1, 10, -1.0)
     with pytest.raises(ValueError, match="out of range"):
-        native.intern_rows(i64(3), i64(0), i64(0), i64(0), np.zeros(1, np.int32), u8(0), i64(), i64())
+        native.intern_rows(i32(3), i32(0), i32(0), i32(0), np.zeros(1, np.int32), u8(0), i64(), i64())
 
 
 def test_block_codes_agree_and_read_dead_strings_as_dead(monkeypatch) -> None:
