@@ -108,22 +108,29 @@ def utf8_valid(delta: np.ndarray) -> np.ndarray:
     mixed = np.zeros(n, dtype=bool)
     if native.ext is not None:
         native.utf8_positions(delta, _UTF8_NEXT, pos, mixed)
-    frontier = np.array([0] if native.ext is None else [], dtype=np.int64)
-    while len(frontier):  # breadth first, a round at a time
+    else:
+        _utf8_rounds(delta, _UTF8_NEXT, pos, mixed)
+    valid = _UTF8_NEXT[np.maximum(pos, 0)] >= 0
+    valid[mixed | (pos < 0)] = True
+    return valid
+
+
+def _utf8_rounds(delta: np.ndarray, table: np.ndarray, pos: np.ndarray, mixed: np.ndarray) -> None:
+    """``utf8_valid``'s breadth-first rounds from state 0 in numpy (``native.utf8_positions``):
+    each state's decoder state in ``pos``, ``mixed`` where arrivals disagree."""
+    frontier = np.array([0])
+    while len(frontier):
         i, b = np.nonzero(delta[frontier] != DEAD)
         src = frontier[i]
         t = delta[src, b].astype(np.int64)
         u = pos[src]
-        nu = np.where(u >= 0, _UTF8_NEXT[np.maximum(u, 0), b], -1)
+        nu = np.where(u >= 0, table[np.maximum(u, 0), b], -1)
         seen = pos[t] != -2
         mixed[t[seen & (pos[t] != nu)]] = True
         t, nu = t[~seen], nu[~seen]
         pos[t] = nu
         mixed[t[pos[t] != nu]] = True  # reached in two decoder states in the same round
         frontier = np.unique(t)
-    valid = _UTF8_NEXT[np.maximum(pos, 0)] >= 0
-    valid[mixed | (pos < 0)] = True
-    return valid
 
 
 def risky_states(delta: np.ndarray, accept_next: np.ndarray) -> np.ndarray:
