@@ -79,6 +79,23 @@ class TokenTrie:
     def _string_of_token(self) -> dict[int, np.ndarray]:
         return {}
 
+    def tokens_by_first_byte(self, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(token ids below ``vocab_size`` that have a string, ordered by their string's first
+        byte; int64[257]: where each byte's tokens start among them), cached."""
+        got = self._tokens_by_first_byte.get(vocab_size)
+        if got is None:
+            sot = self.string_of_token(vocab_size)
+            tokens = np.flatnonzero(sot < len(self))
+            first = self.first_bytes[sot[tokens]]
+            order = tokens[np.argsort(first, kind="stable")]
+            ptr = np.concatenate(([0], np.cumsum(np.bincount(first, minlength=256))))
+            got = self._tokens_by_first_byte.setdefault(vocab_size, (order, ptr))
+        return got
+
+    @cached_property
+    def _tokens_by_first_byte(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        return {}
+
     @cached_property
     def position_offset(self) -> np.ndarray:
         """int32 per flat byte position: its offset j in its string (derived, computed once)."""
