@@ -240,6 +240,19 @@ OVERLAP_STRINGS = ["", "a", "ab", "abc", "abcd", "ap", "wi", "wiap", "apwi", "Ap
                    "12024-01-01", "2", "wiwiwiwiwiap", "123e4567-e89b-12d3-a456-426614174000", "123e4567-e89b-12d3-a456-42661417400a"]
 
 
+@pytest.mark.parametrize("props", [
+    {"a": {"type": "string", "maxLength": 3}, "b": {"type": "string"}, "c": {"type": "string", "minLength": 2}},
+    {"a": {"type": "string", "pattern": "^[0-9]"}, "b": {"type": "string"}, "c": {"type": "string", "pattern": "^([^0-9].*)?$"}},
+])
+def test_constrained_strings_that_hold_every_string(props) -> None:
+    """Where the constrained strings hold every string between them, the generic STRING would
+    win no lexeme: it is left out (it was refused as a terminal the lexer never produces), and
+    an unconstrained member takes the constrained terminals."""
+    schema = {"type": "object", "properties": props, "required": ["a"]}
+    check(schema, [{"a": v, "b": w} for v in OVERLAP_STRINGS[:8] for w in ("", "z", "wiap", "7x")]
+          + [{"a": "ab", "c": "x"}, {"b": "x"}, {"a": "1", "c": "abc", "b": 3}])
+
+
 @pytest.mark.parametrize("k", range(len(OVERLAPPING)))
 def test_overlapping_string_constraints(k) -> None:
     """One schema holds a group, so the lexer holds its terminals and their intersections; each

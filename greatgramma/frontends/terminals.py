@@ -170,7 +170,7 @@ class Terminals:
         for regex, name in self.languages.items():
             if name not in self.shadowed:
                 terms.append(f"{name}.{depth[name]}: /{regex}/")
-        if self.string_requests:
+        if self.string_requests and "STRING" not in self.shadowed:
             terms.append(f"STRING: /{STRING_RE}/")
         for (language, exclude, minus), rule in self.string_requests.items():
             emit(rule, self._string_members(language, exclude, strings, minus))
@@ -269,6 +269,12 @@ class Terminals:
                               if re.fullmatch(self._regex_of(name), t)]
             if others and is_covered(node, others):
                 out.add(name)
+        # the generic STRING too, where the constrained terminals and the literals hold every string
+        # (``maxLength: 12`` beside ``minLength: 2``); a quick test on a few strings first
+        values = [json.loads(t) for t in self.literals if t.startswith('"')]
+        if self.nodes and all(w in values or any(re.fullmatch(v, w) for v in self.values.values()) for w in _PROBES):
+            if is_covered(("rep", rx.ANY_CHAR, 0, None), [*self.nodes.values(), *literal_nodes]):
+                out.add("STRING")
         return out
 
     def _close(self) -> dict:
