@@ -64,7 +64,7 @@ class Masker:
         self._layout = compiled.blocks.layout
         self._stack_bytes = self.parser.stack_bytes
         share = cache_bytes // 16
-        self._masks = BoundedCache(4 * share, cache_size)  # (x, stack) -> words, without EOS
+        self._masks = BoundedCache(4 * share, cache_size)  # (x, stack) -> words, EOS included
         self._by_status = BoundedCache(2 * share, cache_size)  # the same words, keyed by what decides them
         self._views = LexerViews(compiled.blocks, self._vocab.vocab_size, 4 * share, max(2, cache_size // 16))
         self._rows = ViableRows(compiled.sequences, self.parser, split_depth, 6 * share, cache_size)
@@ -85,20 +85,18 @@ class Masker:
         self._check(state)
         if state.finished:
             return np.zeros(self._nwords, dtype=np.int32)
-        words = self._token_words(state.lexer, state.stack).copy()
-        if len(self._eos) and self.is_complete(state):
-            _set_bits(words, self._eos)
-        return words.view(np.int32)
+        return self._token_words(state.lexer, state.stack).copy().view(np.int32)
 
     def is_complete(self, state: State) -> bool:
         """Whether the output so far is a complete sentence (EOS allowed)."""
         self._check(state)
-        if state.finished:
-            return False
-        terms = self._lexer.finish(state.lexer)
+        return not state.finished and self._complete(state.lexer, state.stack)
+
+    def _complete(self, x: int, stack: Stack) -> bool:
+        terms = self._lexer.finish(x)
         if terms is None:
             return False
-        stack = self._feed_all(state.stack, terms)
+        stack = self._feed_all(stack, terms)
         return stack is not None and self.parser.accepts_end(stack)
 
     def advance(self, state: State, token: int) -> State:
@@ -244,8 +242,9 @@ class Masker:
         return stack
 
     def _token_words(self, x: int, stack: Stack) -> np.ndarray:
-        """uint32 words: tokens allowed from lexer state x and this stack (EOS aside). Cached on
-        the stack, and on what the stack decides (different stacks often allow the same rows)."""
+        """uint32 words: tokens allowed from lexer state x and this stack, EOS included where the
+        output can end there. Cached on the stack, and (EOS aside) on what the stack decides
+        (different stacks often allow the same rows)."""
         key = (x, stack)
         got = self._masks.get(key)
         if got is None:
@@ -254,6 +253,9 @@ class Masker:
             if got is None:
                 got = self._words(status)
                 got = self._by_status.put(status, got, got.nbytes + _status_bytes(status))
+            if len(self._eos) and self._complete(x, stack):
+                got = got.copy()
+                _set_bits(got, self._eos)
             got = self._masks.put(key, got, got.nbytes + self._stack_bytes(stack))
         return got
 
