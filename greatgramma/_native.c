@@ -55,6 +55,18 @@ static void release(Buf *bufs, int n) {
 
 #define LEN(buf) ((buf).b.len / (buf).b.itemsize)
 
+/* take() for arguments o[0..n) into b, writable where bit i of `writable` is set; on a refusal
+ * the ones taken are released and -1 returned (the exception set). */
+static int take_all(PyObject **o, Buf *b, int n, const Py_ssize_t *sizes, const char *const *names, uint64_t writable) {
+    memset(b, 0, sizeof(Buf) * n);
+    for (int i = 0; i < n; i++)
+        if (take(o[i], &b[i], sizes[i], (int)(writable >> i & 1), names[i]) < 0) {
+            release(b, n);
+            return -1;
+        }
+    return 0;
+}
+
 /* One string's outcome in a walk (the fields of walk's outputs). */
 typedef struct {
     int8_t code;
@@ -194,12 +206,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
                                            "lo", "hi", "state", "la_off", "code", "term", "at",
                                            "la_off_out", "la_term_out", "where", "la_where"};
     Buf b[WALK_ARGS];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < WALK_ARGS; i++)
-        if (take(o[i], &b[i], sizes[i], i >= 10, names[i]) < 0) {
-            release(b, WALK_ARGS);
-            return NULL;
-        }
+    if (take_all(o, b, WALK_ARGS, sizes, names, ~0ull << 10) < 0) return NULL;
     const int64_t *offsets = b[4].b.buf, *lo = b[6].b.buf, *hi = b[7].b.buf, *state0 = b[8].b.buf,
                   *la_off0 = b[9].b.buf;
     Py_ssize_t pairs = LEN(b[6]), strings = LEN(b[4]) - 1, width;
@@ -299,12 +306,7 @@ static PyObject *walk_kept(PyObject *self, PyObject *args) {
                                            "state", "la_off", "suffix", "ignored", "strings", "first", "rest",
                                            "origin", "fix_at", "fix_off", "fix_term", "unknown"};
     Buf b[KEPT_ARGS];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < KEPT_ARGS; i++)
-        if (take(o[i], &b[i], sizes[i], i >= 12, names[i]) < 0) {
-            release(b, KEPT_ARGS);
-            return NULL;
-        }
+    if (take_all(o, b, KEPT_ARGS, sizes, names, ~0ull << 12) < 0) return NULL;
     const int64_t *offsets = b[4].b.buf, *lo = b[6].b.buf, *hi = b[7].b.buf, *state0 = b[8].b.buf,
                   *la_off0 = b[9].b.buf;
     Py_ssize_t pairs = LEN(b[6]), strings = LEN(b[4]) - 1, width;
@@ -359,12 +361,7 @@ static PyObject *resolve_held(PyObject *self, PyObject *args) {
     static const char *names[RESOLVE_BUFS] = {"strings", "first", "rest", "part", "before", "offsets", "suffix",
                                               "ignored", "keep", "unknown", "holding"};
     Buf b[RESOLVE_BUFS];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < RESOLVE_BUFS; i++)
-        if (take(o[i], &b[i], sizes[i], i == 1 || i == 2 || i >= 8, names[i]) < 0) {
-            release(b, RESOLVE_BUFS);
-            return NULL;
-        }
+    if (take_all(o, b, RESOLVE_BUFS, sizes, names, (1ull << 1 | 1ull << 2 | ~0ull << 8)) < 0) return NULL;
     const int64_t *strings = b[0].b.buf, *part = b[3].b.buf, *before = b[4].b.buf, *offsets = b[5].b.buf;
     int64_t *first = b[1].b.buf, *rest = b[2].b.buf, *unknown = b[9].b.buf, *holding = b[10].b.buf;
     const int32_t *suffix = b[6].b.buf;
@@ -424,12 +421,7 @@ static PyObject *block_codes(PyObject *self, PyObject *args) {
     static const char *names[CODES_ARGS] = {"first", "rest", "seg", "strings", "base", "code", "firsts", "held",
                                             "ends_seg", "ends_state"};
     Buf b[CODES_ARGS];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < CODES_ARGS; i++)
-        if (take(o[i], &b[i], sizes[i], i >= 5, names[i]) < 0) {
-            release(b, CODES_ARGS);
-            return NULL;
-        }
+    if (take_all(o, b, CODES_ARGS, sizes, names, ~0ull << 5) < 0) return NULL;
     const int64_t *first = b[0].b.buf, *rest = b[1].b.buf, *seg = b[2].b.buf, *strings = b[3].b.buf, *base = b[4].b.buf;
     int32_t *code = b[5].b.buf;
     uint8_t *firsts = b[6].b.buf, *held = b[7].b.buf;
@@ -515,11 +507,11 @@ static int64_t first_lexeme(const int32_t *delta, const int32_t *accept_next, co
  *                la_at i32[C], la_term i32[C], depth i32[C]) -> count
  * The first lexemes of the suffix rows not yet known (memo UNKNOWN) at positions todo and at
  * every position a break there continues at, recursively, written into the first count entries
- * of the outputs: per position as
- * first_lexeme gives it, and depth 0 where the rest is known (END, DEAD, or a break continuing
- * at a known row), else 1 + the continuation's depth. The caller allocates the outputs (C: one
- * entry per position, as each is met once at most; numpy leaves untouched pages unmapped) and
- * slot, all zero, which is left all zero (kept between calls, it is not cleared again). */
+ * of the outputs: per position as first_lexeme gives it, and depth 0 where the rest is known
+ * (END, DEAD, or a break continuing at a known row), else 1 + the continuation's depth. The
+ * caller allocates the outputs (C: one entry per position, as each is met once at most; numpy
+ * leaves untouched pages unmapped) and slot, all zero, which is left all zero (kept between
+ * calls, it is not cleared again). */
 #define LEXEMES_BUFS 14
 static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
     PyObject *o[LEXEMES_BUFS];
@@ -530,12 +522,7 @@ static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
     static const char *names[LEXEMES_BUFS] = {"delta", "accept_next", "risky", "flat", "stop", "memo", "todo",
                                               "slot", "pos", "term", "next", "la_at", "la_term", "depth"};
     Buf b[LEXEMES_BUFS];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < LEXEMES_BUFS; i++)
-        if (take(o[i], &b[i], sizes[i], i >= 7, names[i]) < 0) {
-            release(b, LEXEMES_BUFS);
-            return NULL;
-        }
+    if (take_all(o, b, LEXEMES_BUFS, sizes, names, ~0ull << 7) < 0) return NULL;
     const int32_t *delta = b[0].b.buf, *accept_next = b[1].b.buf, *memo = b[5].b.buf;
     const uint8_t *risky = b[2].b.buf, *flat = b[3].b.buf;
     const int64_t *stop = b[4].b.buf, *todo = b[6].b.buf;
@@ -559,8 +546,7 @@ static PyObject *suffix_lexemes(PyObject *self, PyObject *args) {
         release(b, LEXEMES_BUFS);
         return PyErr_NoMemory();
     }
-    /* slot[p]: 1 + the output row of position p, 0 where not met (continuations lie further on in the
-     * same string, so they stay within the bound) */
+    /* slot[p]: 1 + the output row of position p, 0 where not met */
     Py_ssize_t count = 0, outside = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++)
@@ -631,12 +617,7 @@ static PyObject *intern_rows(PyObject *self, PyObject *args) {
     static const Py_ssize_t sizes[8] = {4, 4, 4, 4, 4, 1, 8, 8};
     static const char *names[8] = {"term", "next", "depth", "at", "memo", "ignored", "rows_term", "rows_next"};
     Buf b[8];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < 8; i++)
-        if (take(o[i], &b[i], sizes[i], i == 4, names[i]) < 0) {
-            release(b, 8);
-            return NULL;
-        }
+    if (take_all(o, b, 8, sizes, names, 1ull << 4) < 0) return NULL;
     const int32_t *term = b[0].b.buf, *next = b[1].b.buf, *depth = b[2].b.buf, *at = b[3].b.buf;
     const int64_t *rows_term = b[6].b.buf, *rows_next = b[7].b.buf;
     int32_t *memo = b[4].b.buf;
@@ -794,12 +775,7 @@ static PyObject *product(PyObject *self, PyObject *args) {
     static const char *names[PRODUCT_ARGS] = {"base", "move_ptr", "move_class", "move_to", "accepting",
                                               "before_id", "before", "rank"};
     Buf b[PRODUCT_ARGS];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < PRODUCT_ARGS; i++)
-        if (take(o[i], &b[i], sizes[i], 0, names[i]) < 0) {
-            release(b, PRODUCT_ARGS);
-            return NULL;
-        }
+    if (take_all(o, b, PRODUCT_ARGS, sizes, names, 0) < 0) return NULL;
     const int64_t *base = b[0].b.buf, *move_ptr = b[1].b.buf;
     const int32_t *move_class = b[2].b.buf, *move_to = b[3].b.buf, *before_id = b[5].b.buf, *rank = b[7].b.buf;
     const uint8_t *accepting = b[4].b.buf, *before = b[6].b.buf;
@@ -931,12 +907,7 @@ static PyObject *subsets(PyObject *self, PyObject *args) {
     static const Py_ssize_t sizes[SUBSETS_ARGS] = {8, 4, 8, 4, 8, 4};
     static const char *names[SUBSETS_ARGS] = {"eps_ptr", "eps_to", "edge_ptr", "edge_to", "cls_ptr", "cls"};
     Buf b[SUBSETS_ARGS];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < SUBSETS_ARGS; i++)
-        if (take(o[i], &b[i], sizes[i], 0, names[i]) < 0) {
-            release(b, SUBSETS_ARGS);
-            return NULL;
-        }
+    if (take_all(o, b, SUBSETS_ARGS, sizes, names, 0) < 0) return NULL;
     const int64_t *eps_ptr = b[0].b.buf, *edge_ptr = b[2].b.buf, *cls_ptr = b[4].b.buf;
     const int32_t *eps_to = b[1].b.buf, *edge_to = b[3].b.buf, *cls = b[5].b.buf;
     Py_ssize_t n = LEN(b[0]) - 1, m = LEN(b[3]);
@@ -1152,12 +1123,7 @@ static PyObject *utf8_positions(PyObject *self, PyObject *args) {
     static const Py_ssize_t sizes[4] = {4, 1, 8, 1};
     static const char *names[4] = {"delta", "table", "pos", "mixed"};
     Buf b[4];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < 4; i++)
-        if (take(o[i], &b[i], sizes[i], i >= 2, names[i]) < 0) {
-            release(b, 4);
-            return NULL;
-        }
+    if (take_all(o, b, 4, sizes, names, ~0ull << 2) < 0) return NULL;
     const int32_t *delta = b[0].b.buf;
     const int8_t *table = b[1].b.buf;
     int64_t *pos = b[2].b.buf;
@@ -1214,7 +1180,7 @@ static PyObject *utf8_positions(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* closure(src i64[E], dst i64[E], bits u8[Q*W]) -> rounds
+/* closure(src i64[E], dst i64[E], bits u8[Q*W]) -> taken
  * Each state's bits OR-ed with those of every state an edge src -> dst reaches, to the fixpoint,
  * in place (what a state can still become, whether it can still die: lexer._reach_back): a worklist
  * over the reversed edges, so each edge is looked at again only when its target's bits grew.
@@ -1225,12 +1191,7 @@ static PyObject *closure(PyObject *self, PyObject *args) {
     static const Py_ssize_t sizes[3] = {8, 8, 1};
     static const char *names[3] = {"src", "dst", "bits"};
     Buf b[3];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < 3; i++)
-        if (take(o[i], &b[i], sizes[i], i == 2, names[i]) < 0) {
-            release(b, 3);
-            return NULL;
-        }
+    if (take_all(o, b, 3, sizes, names, 1ull << 2) < 0) return NULL;
     const int64_t *src = b[0].b.buf, *dst = b[1].b.buf;
     uint8_t *bits = b[2].b.buf;
     Py_ssize_t e = LEN(b[0]), q = b[2].b.ndim == 2 ? b[2].b.shape[0] : 0, w = q ? LEN(b[2]) / q : 0;
@@ -1324,12 +1285,7 @@ static PyObject *gather_bits(PyObject *self, PyObject *args) {
     static const Py_ssize_t sizes[3] = {1, 4, 4};
     static const char *names[3] = {"flags", "code", "words"};
     Buf b[3];
-    memset(b, 0, sizeof b);
-    for (int i = 0; i < 3; i++)
-        if (take(o[i], &b[i], sizes[i], i == 2, names[i]) < 0) {
-            release(b, 3);
-            return NULL;
-        }
+    if (take_all(o, b, 3, sizes, names, 1ull << 2) < 0) return NULL;
     const uint8_t *flags = b[0].b.buf;
     const int32_t *code = b[1].b.buf;
     uint32_t *words = b[2].b.buf;

@@ -51,7 +51,6 @@ class LexerViews:
         self._byte_has_rest0 = np.zeros(256, dtype=bool)  # some string starting with the byte is alive from start
         self._ignored_arr = self._subtrees.ignored  # index DEAD (-1): not ignored
         self._views = BoundedCache(budget, max_entries)
-        self._byte_lo = np.concatenate(([0], np.cumsum(self._byte_counts)[:-1]))  # each byte's first string
         self._tokens_by_byte = trie.tokens_by_first_byte(vocab_size)
         # the views others can start from: their keys and, per first byte, what decides its strings
         self._near_keys: list[int] = []
@@ -213,7 +212,7 @@ class LexerViews:
         for b in differ.tolist():
             tokens = order[ptr[b] : ptr[b + 1]]
             if b in own_codes:
-                values = own_codes[b][self._string_of_token[tokens] - self._byte_lo[b]]
+                values = own_codes[b][self._string_of_token[tokens] - self._subtrees.trie.root_span[b][0]]
             elif source[b] != -1:
                 values = np.maximum(rest0[self._string_of_token[tokens]] + starts[b], dead)
             else:

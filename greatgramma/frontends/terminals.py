@@ -257,7 +257,9 @@ class Terminals:
         lexer would never produce them (and the grammar check refuses that), so they are left out."""
         from .intersect import is_covered
 
-        literal_nodes = [rx.literal(json.loads(t)) for t in self.literals if t.startswith('"')]
+        texts = [t for t in self.literals if t.startswith('"')]  # the string literals, as JSON text
+        values = [json.loads(t) for t in texts]
+        literal_nodes = [rx.literal(v) for v in values]
         out = set()
         for name, node in self.nodes.items():
             if name not in self.inside:
@@ -265,13 +267,11 @@ class Terminals:
             inner = [self.nodes[n] for n in self.inside[name]]
             if not inner and _infinite(node):
                 continue  # finitely many literals cannot cover it
-            others = inner + [ln for ln, t in zip(literal_nodes, [t for t in self.literals if t.startswith('"')])
-                              if re.fullmatch(self._regex_of(name), t)]
+            others = inner + [ln for ln, t in zip(literal_nodes, texts) if re.fullmatch(self._regex_of(name), t)]
             if others and is_covered(node, others):
                 out.add(name)
         # the generic STRING too, where the constrained terminals and the literals hold every string
         # (``maxLength: 12`` beside ``minLength: 2``); a quick test on a few strings first
-        values = [json.loads(t) for t in self.literals if t.startswith('"')]
         if self.nodes and all(w in values or any(re.fullmatch(v, w) for v in self.values.values()) for w in _PROBES):
             if is_covered(("rep", rx.ANY_CHAR, 0, None), [*self.nodes.values(), *literal_nodes]):
                 out.add("STRING")
