@@ -216,14 +216,15 @@ def clear_pattern_cache() -> None:
     _REGEX_DFAS.clear()
 
 
-def _regex_dfa(t: TerminalSpec, max_states: int, deadline: float | None = None) -> _RegexDFA:
-    key = (t.pattern, max_states)
+def regex_dfa(name: str, pattern: str, max_states: int, deadline: float | None = None) -> _RegexDFA:
+    """The DFA of one regex terminal, over its own byte classes (kept per pattern)."""
+    key = (pattern, max_states)
     got = _REGEX_DFAS.get(key)
     if got is None:
-        nfa = compile_regex(t.name, t.pattern)
+        nfa = compile_regex(name, pattern)
         masks = _nfa_masks(nfa)
         class_of_byte, parts = _byte_classes(masks)
-        trans, accepting, before, nonempty = _terminal_dfa(nfa, parts, max_states, t.name, deadline)
+        trans, accepting, before, nonempty = _terminal_dfa(nfa, parts, max_states, name, deadline)
         table = np.array(trans, dtype=np.int32).reshape(len(trans), len(parts))
         got = _RegexDFA(masks, class_of_byte, table, accepting, before, nonempty)
         _REGEX_DFAS.put(key, got, table.nbytes + 4096 + 8 * len(masks))
@@ -586,7 +587,7 @@ def build_lexer(
     for t, lit in zip(terminals, literals):
         if lit is None:
             _check_deadline(deadline, f"the DFA of terminal {t.display}")
-        regexes.append(_regex_dfa(t, max_states, deadline) if lit is None else None)
+        regexes.append(regex_dfa(t.name, t.pattern, max_states, deadline) if lit is None else None)
     alone = {1 << b for lit in literals if lit for b in lit}  # a string literal's bytes each make a class
     class_of_byte, parts = _byte_classes(alone.union(*(r.masks for r in regexes if r is not None)))
     reps = np.array([(p & -p).bit_length() - 1 for p in parts])

@@ -384,6 +384,29 @@ class _Builder:
                 self._chars_between(non_ascii, node, nodes[0])
         return done, j
 
+    def copies(self, items, flags: int, tail: bool, n: int) -> list[tuple[int, int]]:
+        """(start, end) of ``n`` unconnected NFAs of ``seq(items)``: built once and cloned (a
+        bounded repeat such as a string's ``maxLength`` copies its body hundreds of times), or
+        built anew each time where the body holds a lookahead guard."""
+        if n == 0:
+            return []
+        nfa = self.nfa
+        first = len(nfa.eps)
+        body = self.seq(items, flags, tail)
+        last = len(nfa.eps)
+        out = [body]
+        if any(first <= st < last for st in nfa.guard_eps):
+            return out + [self.seq(items, flags, tail) for _ in range(n - 1)]
+        eps, edges = nfa.eps[first:last], nfa.edges[first:last]
+        for _ in range(n - 1):
+            off = len(nfa.eps) - first
+            if len(nfa.eps) + last - first > nfa.max_states:
+                raise ResourceLimitError(f"regex NFA exceeds {nfa.max_states} states")
+            nfa.eps.extend([t + off for t in ts] for ts in eps)
+            nfa.edges.extend([(m, t + off) for m, t in es] for es in edges)
+            out.append((body[0] + off, body[1] + off))
+        return out
+
     def structure(self, op, av, flags: int, context) -> tuple[int, int] | None:
         """Characters, groups and alternatives, built alike by every builder (``context``: what
         the builder's ``seq`` carries along); None for any other construct."""
@@ -415,19 +438,19 @@ class _Builder:
             inner_tail = tail and (lo <= 1 or _nullable(p, self.state))
             s = nfa.new()
             cur = s
+            copies = iter(self.copies(p, flags, inner_tail, lo + (1 if unbounded else hi - lo)))
             for _ in range(lo):
-                a, b = self.seq(p, flags, inner_tail)
+                a, b = next(copies)
                 nfa.eps[cur].append(a)
                 cur = b
             if unbounded:
-                a, b = self.seq(p, flags, inner_tail)
+                a, b = next(copies)
                 nfa.eps[cur].append(a)
                 nfa.eps[b].append(cur)
                 return s, cur
             e = nfa.new()
             nfa.eps[cur].append(e)
-            for _ in range(hi - lo):
-                a, b = self.seq(p, flags, inner_tail)
+            for a, b in copies:
                 nfa.eps[cur].append(a)
                 nfa.eps[b].append(e)
                 cur = b

@@ -89,6 +89,19 @@ def test_plain_nfa_language_equals_re_fullmatch(pattern: str, text: str) -> None
         assert not nfa_fullmatch(nfa, data[:-1])
 
 
+@pytest.mark.parametrize("pattern", [r"[^a-c\n]{2,3}", r"(?:[^\"\\]|\\u[0-9a-f]{4}|é){0,40}", r"(a|bc){3,}", r"(?:x(?![0-9])){2,4}"])
+def test_repeat_copies_are_the_body_built_again(monkeypatch, pattern: str) -> None:
+    """A bounded repeat builds its body once and clones it: the NFA is the one that building
+    every copy anew gives, state for state (a body holding a lookahead guard is built anew)."""
+    from greatgramma import regex
+
+    cloned = compile_regex("T", pattern)
+    monkeypatch.setattr(regex._Builder, "copies", lambda self, items, flags, tail, n: [self.seq(items, flags, tail) for _ in range(n)])
+    built = compile_regex("T", pattern)
+    assert (cloned.eps, cloned.edges, cloned.guard_eps, cloned.guards, cloned.start, cloned.final) == \
+        (built.eps, built.edges, built.guard_eps, built.guards, built.start, built.final)
+
+
 def test_class_ranges_follow_python_semantics() -> None:
     def has(ranges, ch: str) -> bool:
         return any(lo <= ord(ch) <= hi for lo, hi in ranges)
