@@ -90,9 +90,15 @@ class BlockTable:
         of a string or a comment): nearly every output reaches them, and their blocks hold most of
         the vocabulary, so building them while compiling keeps the slowest first masks off the
         decoding path."""
-        delta = self._lexer.delta
+        lexer = self._lexer
+        delta = lexer.delta
         loops = (delta == np.arange(len(delta))[:, None]).sum(axis=1) >= min_loop
-        self.new_blocks(self._entered_subtrees(loops))
+        if lexer.columns is not None:
+            self.new_blocks(self._entered_subtrees(loops))
+            return
+        for q in np.flatnonzero(loops).tolist():  # held blocks resolved as each loop state sees them, in the same pass
+            items = [it for it in self._entered_subtrees(np.arange(len(delta)) == q) if (it[0], it[3]) not in self._blocks]
+            self.new_blocks(items, lexer.accept_next[q].tolist())
 
     def __contains__(self, key: tuple) -> bool:
         return key in self._blocks

@@ -60,3 +60,24 @@ def test_threads_filling_one_lazy_grammar_get_the_eager_masks(grammar, vocabular
             assert np.array_equal(a, b), f"{grammar}: step {step}: lazy and eager masks differ"
     assert 0 < lazy.transducer.num_computed < len(lazy.transducer.suffix)  # filled, but only in part
     assert lazy.subtrees.num_walked > at_compile  # the threads walked the rest they met
+
+
+def test_compiling_resolves_the_held_blocks_that_looping_states_enter(vocabularies) -> None:
+    """Inside a JSON string every subtree is held (a control character kills the lexeme, which
+    could back up where a fallback was held): compiling resolves them for the looping state that
+    enters them, so no first mask inside a string resolves the whole vocabulary's walks again."""
+    from greatgramma.blocks import MIN_LOOP
+
+    compiled = gg.compile(gg.Grammar.from_json_schema({"type": "object", "additionalProperties": {"type": "string"}}),
+                          vocabularies("llama2"))
+    lexer, blocks = compiled.lexer, compiled.blocks
+    loops = [q for q in range(1, lexer.num_states) if (lexer.delta[q] == q).sum() >= MIN_LOOP]
+    assert loops
+    held = resolved = 0
+    for q in loops:
+        for b in np.flatnonzero(lexer.delta[q] != -1).tolist():
+            key = (b, int(lexer.delta[q, b]))
+            if key in blocks and blocks[key].code is None:
+                held += 1
+                resolved += (*key, int(lexer.accept_next[q, b])) in blocks
+    assert held and resolved == held
