@@ -127,7 +127,8 @@ class BlockTable:
         cols = lexer.columns
         if cols is not None:
             entered[:, cols.state_column != cols.max_column] = False
-        return [(b, lo, hi, st) for (b, lo, hi), sts in zip(roots, entered) for st in np.flatnonzero(sts).tolist()]
+        at, sts = np.nonzero(entered)
+        return [(*roots[i], st) for i, st in zip(at.tolist(), sts.tolist())]
 
     def _entered_held_blocks(self) -> list[tuple[tuple[int, int, int, int], tuple[int, int, int]]]:
         """For every held block a DFA state enters: (its item, (byte, state, what the entering
