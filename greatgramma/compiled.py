@@ -20,7 +20,7 @@ from .lexing import LexingTransducer
 from .parse_table import ParseTable
 from .parser import LalrParser
 from .sequences import SequenceTrie
-from .subtrees import SubtreeWalks
+from .subtrees import WALK_BUDGET, SubtreeWalks
 from .transducer import TokenTransducer
 from .trie import TokenTrie, trie_of
 from .version import __version__
@@ -164,7 +164,7 @@ def compile(  # noqa: A001
     if eager:
         transducer.fill()
     lap("transducer")
-    subtrees = SubtreeWalks(transducer)
+    subtrees = SubtreeWalks(transducer, None if eager else WALK_BUDGET)  # (eager: every walk kept)
     subtrees.walk_all(max_token_table_entries, walk=eager)  # (the size check, in either case)
     lap("subtrees")
     sequences, blocks = masking_tables(transducer, subtrees)

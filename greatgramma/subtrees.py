@@ -9,7 +9,10 @@ time. Results that depend on the entering state's fallback are *held* (``FALLBAC
 the walks run once on the DFA without the column counter and are specialised per column.
 
 The table is filled on first use (compiling eagerly walks every subtree a DFA state enters;
-column states' subtrees on first use even then); each entry is a function of its key.
+column states' subtrees on first use even then); each entry is a function of its key, so a
+lazily filled table keeps at most ``budget`` bytes of walks and walks again what it dropped (a
+walk is read once to build its block, and again only where its results are held: a bounded
+string's positions would otherwise keep ~3 MB each at 128K tokens, for as long as the grammar).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import native
+from .cache import BoundedCache
 from .codes import DEAD, END, END_HELD, END_LA, FALLBACK, NEWLINE_SEEN, NO_TERM, UNKNOWN
 from .errors import ResourceLimitError
 from .lexer import MAX_BACKTRACK
@@ -58,15 +62,19 @@ class BaseWalk(NamedTuple):
     la_where: np.ndarray
 
 
+WALK_BUDGET = 32 << 20  # bytes of walks a lazily filled grammar keeps (beyond them it walks again)
+
+
 class SubtreeWalks:
     """Walks of (first byte, DFA state after it) subtrees, filled lazily and shared by the lexer
-    states that enter them. Thread-safe."""
+    states that enter them; at most ``budget`` bytes of them kept (None: all). Thread-safe."""
 
-    def __init__(self, transducer: TokenTransducer) -> None:
+    def __init__(self, transducer: TokenTransducer, budget: int | None = WALK_BUDGET) -> None:
         self.transducer = transducer
         self.lexer, self.trie = transducer.lexer, transducer.trie
         self.ignored = transducer.ignored
-        self._subtrees: dict[tuple[int, int], Walk] = {}
+        self._subtrees: BoundedCache = BoundedCache(1 << 62 if budget is None else budget)
+        self._walked = 0  # subtrees walked so far, those dropped since included
         self._base_subtrees: dict[tuple[int, int], BaseWalk] = {}
         self._lock = threading.Lock()
         self._leaves: dict[bytes, np.ndarray] = {}  # bytes that leave a state -> per string, the last of them
@@ -101,7 +109,7 @@ class SubtreeWalks:
     @property
     def num_walked(self) -> int:
         """Subtrees walked so far (base ones with an indenter)."""
-        return len(self._subtrees) if self.lexer.columns is None else len(self._base_subtrees)
+        return self._walked if self.lexer.columns is None else len(self._base_subtrees)
 
     def subtrees(self, pairs: list[tuple[int, int]]) -> list[Walk]:
         """The walks of the strings that start with byte b, entered in DFA state s after b, per (b, s).
@@ -109,10 +117,11 @@ class SubtreeWalks:
         A subtree is shared by every lexer state whose transition on b leads to s; new ones
         are walked together in one batch.
         """
-        todo = [p for p in pairs if p not in self._subtrees]
+        got = {p: self._subtrees.get(p) for p in pairs}  # (read once: the cache may drop entries meanwhile)
+        todo = [p for p, walk in got.items() if walk is None]
         cols = self.lexer.columns
         if cols is None:
-            self._fill_base_subtrees(todo)
+            got.update(self._fill_base_subtrees(todo)[0])
         elif todo:
             base = [(b, int(cols.state_base[st])) for b, st in todo]
             self._fill_base_subtrees([p for p in dict.fromkeys(base) if p not in self._base_subtrees])
@@ -123,10 +132,12 @@ class SubtreeWalks:
             ends = np.cumsum(sizes).tolist()
             spans = list(zip([0] + ends[:-1], ends))
             strings, first, rest = self._specialise(joined, column)
-            with self._lock:
-                for pair, (i, j) in zip(todo, spans):
-                    self._subtrees.setdefault(pair, Walk(strings[i:j], first[i:j], rest[i:j]))
-        return [self._subtrees[p] for p in pairs]
+            for pair, (i, j) in zip(todo, spans):
+                got[pair] = self._keep(pair, Walk(strings[i:j], first[i:j], rest[i:j]))
+        return [got[p] for p in pairs]
+
+    def _keep(self, pair: tuple[int, int], walk: Walk) -> Walk:
+        return self._subtrees.put(pair, walk, sum(a.nbytes for a in walk) + 200)
 
     def staying(self, lo: np.ndarray, hi: np.ndarray, state: np.ndarray, d: int) -> np.ndarray:
         """Which trie nodes [lo, hi) at depth d (bytes 0..d read, now in DFA ``state``) have every
@@ -202,16 +213,16 @@ class SubtreeWalks:
         one compiled walk where none of them was walked yet (no copies), else joined."""
         if self.lexer.columns is None and native.ext is not None and len(set(pairs)) == len(pairs) and \
                 not any(p in self._subtrees for p in pairs):
-            return self._fill_base_subtrees(pairs)
+            return self._fill_base_subtrees(pairs)[1]
         walked = self.subtrees(pairs)
         strings, first, rest = (np.concatenate(a) for a in zip(*walked))
         return strings, first, rest, np.repeat(np.arange(len(pairs)), [len(a[0]) for a in walked])
 
-    def _fill_base_subtrees(self, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, ...] | None:
-        """Walks the pairs; for a lexer without columns, in the compiled loop, returns the results
-        joined as ``joined`` does."""
+    def _fill_base_subtrees(self, pairs: list[tuple[int, int]]) -> tuple[dict, tuple[np.ndarray, ...] | None]:
+        """Walks the pairs (base ones with an indenter) and keeps them; returns them by pair and, for
+        a lexer without columns, in the compiled loop, the results joined as ``joined`` does."""
         if not pairs:
-            return None
+            return {}, None
         span = self.trie.root_span
         lo = np.array([span[b][0] for b, _ in pairs], dtype=np.int64)
         state = np.array([q for _, q in pairs], dtype=np.int64)
@@ -226,11 +237,15 @@ class SubtreeWalks:
             walked = self._walk_native(lo, hi, state, held) if native.ext is not None else self._walk_numpy(lo, state, held)
             origin, done = walked.origin, self._specialise(walked, None) if plain else walked
         bounds = np.searchsorted(origin, np.arange(len(pairs) + 1)).tolist()
-        table = self._subtrees if plain else self._base_subtrees
-        with self._lock:
-            for pair, i, j in zip(pairs, bounds[:-1], bounds[1:]):
-                table.setdefault(pair, type(done)(*(a[i:j] for a in done)))
-        return None if kept is None else (*done, origin)
+        walks = {pair: type(done)(*(a[i:j] for a in done)) for pair, i, j in zip(pairs, bounds[:-1], bounds[1:])}
+        if plain:
+            walks = {pair: self._keep(pair, walk) for pair, walk in walks.items()}
+            with self._lock:
+                self._walked += len(pairs)
+        else:
+            with self._lock:
+                walks = {pair: self._base_subtrees.setdefault(pair, walk) for pair, walk in walks.items()}
+        return walks, None if kept is None else (*done, origin)
 
     def _walk_numpy(self, lo: np.ndarray, state: np.ndarray, held: np.ndarray) -> BaseWalk:
         """The subtrees whose strings begin at ``lo``, entered in ``state`` (``held``: holding the

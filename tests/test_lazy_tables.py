@@ -81,3 +81,21 @@ def test_compiling_resolves_the_held_blocks_that_looping_states_enter(vocabulari
                 held += 1
                 resolved += (*key, int(lexer.accept_next[q, b])) in blocks
     assert held and resolved == held
+
+
+@pytest.mark.parametrize("grammar", ["json", "python"])
+def test_walks_dropped_past_their_budget_are_walked_again(grammar, vocabularies, hf_tokenizers, bench_programs, monkeypatch) -> None:
+    """A lazily filled grammar keeps a bounded share of its subtree walks (each a function of its
+    key): with room for none, every walk is dropped as the next goes in, and the masks are still
+    the eager grammar's, bit for bit (with the indenter, the walks specialised per column)."""
+    import greatgramma.compiled
+
+    vocab, hf = vocabularies("llama2"), hf_tokenizers("llama2")
+    walks = [encode_exact(hf, p.read_text(encoding="utf-8"), vocab.token_bytes)[:300] for p in bench_programs(grammar)[:2]]
+    monkeypatch.setattr(greatgramma.compiled, "WALK_BUDGET", 1)
+    lazy = compile_shipped(grammar, vocab)
+    eager = gg.Masker(compile_shipped(grammar, vocab, eager=True))
+    for walk in walks:
+        for step, (a, b) in enumerate(zip(masks_along(gg.Masker(lazy), walk), masks_along(eager, walk))):
+            assert np.array_equal(a, b), f"{grammar}: step {step}: masks differ with the walks dropped"
+    assert len(lazy.subtrees._subtrees) <= 1  # (none kept but the last)
