@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import ResourceLimitError
 from ..lexer import _eps_closure as _closure  # the lexer's epsilon closure (no gates, no guards)
-from ..lexer import regex_dfa
+from ..lexer import regex_dfa  # a terminal's DFA, kept per pattern
 from ..regex import ByteNFA, compile_regex
 
 _MAX_DFA_STATES = 50_000  # compile's default: the DFAs are kept per pattern for the lexer to reuse
