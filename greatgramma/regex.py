@@ -297,6 +297,10 @@ class _Builder:
                 self.lookbehind(items[:i], av[1], flags)
                 i += 1
                 continue
+            if op is C.ASSERT_NOT and av[0] == 1 and not list(av[1]):  # (?!) fails everywhere: nothing goes on
+                cur = nfa.new()
+                i += 1
+                continue
             if op is C.ASSERT_NOT and av[0] == 1:
                 for literal in self.guard_literals(av[1], flags):  # the thread must pass every guard
                     nfa.guards.append(literal)

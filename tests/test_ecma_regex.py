@@ -53,7 +53,9 @@ def test_choices_refuse_what_is_not_a_list_of_strings(bad) -> None:
         gg.Grammar.from_choices(bad)
 
 
-PATTERNS = [r"^[a-z]+$", r"[0-9]", r"^\d{3}-\w+", r"ab|^c", r"x$", r"^\s*$", r"^(foo|ba+r)?\.$"]
+PATTERNS = [r"^[a-z]+$", r"[0-9]", r"^\d{3}-\w+", r"ab|^c", r"x$", r"^\s*$", r"^(foo|ba+r)?\.$",
+            # anchors inside: sre_parse moves a common ^ out of the alternatives; groups; never satisfied
+            r"^$|^[a-c]+$", r"^([^,]|$)", r"(^a.+)|(^[bc0-9]+)", r"(a|^b)c$", r"(^|x)a", r"a($|-)", r"^$[ab]*$"]
 
 
 @lru_cache(maxsize=None)
@@ -74,6 +76,27 @@ def test_pattern_is_an_ecma_search(pattern: str, s: str) -> None:
     m = pattern_masker(pattern)
     text = json.dumps(s, ensure_ascii=False)
     assert accepts(m, text) == ecma_search(pattern, s), (pattern, text)
+
+
+ANCHORED = [*PATTERNS[7:], r"/^[0-9]{2}$/", r"^(a|b$)c?", r"a|^b|c$", r"((^a)|b)(c|$)", r"x^", r"$x", r"^$|(^(?:\S+\s+){0,3}\S+$)",
+            r"^[0-9a-f]{2}-([0-9a-f]-){1}[0-9a-f]{2}$|^[0-9a-f]{3}$"]
+
+
+@pytest.mark.parametrize("pattern", ANCHORED)
+@settings(max_examples=300, deadline=None)
+@given(s=st.text(alphabet="abcx0129-, ./f\n", max_size=8))
+def test_anchors_inside_a_pattern_keep_ecma_search_semantics(pattern: str, s: str) -> None:
+    """^ and $ inside alternatives and groups: the pattern's language (the strings a search finds
+    it in) is what Python's re.search finds with ECMA's $ (the very end only)."""
+    assert (re.fullmatch(rx.raw_regex(rx.parse_ecma(pattern)), s, re.S) is not None) == ecma_search(pattern, s), (pattern, s)
+
+
+def test_anchors_inside_a_repeat_are_refused_and_unmatchable_ones_match_nothing() -> None:
+    with pytest.raises(rx.RegexError, match="anchor"):
+        rx.parse_ecma(r"(^a)*b")
+    assert rx.is_empty_language(rx.parse_ecma(r"/^[0-9]{2}$/"))  # ^ after a character: no text has it
+    with pytest.raises(gg.GrammarError, match="no instance is valid"):
+        gg.Grammar.from_json_schema({"type": "string", "pattern": "/^[0-9]{2}$/"})
 
 
 def test_ecma_translation() -> None:

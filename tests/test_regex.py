@@ -102,6 +102,14 @@ def test_repeat_copies_are_the_body_built_again(monkeypatch, pattern: str) -> No
         (built.eps, built.edges, built.guard_eps, built.guards, built.start, built.final)
 
 
+@pytest.mark.parametrize("pattern", [r"a(?!)|b", r"(?:a(?!))*c", r"x(?!)"])
+def test_an_empty_negative_lookahead_fails_everywhere(pattern: str) -> None:
+    """``(?!)`` (what an empty language is written as) matches nowhere: its path goes nowhere."""
+    nfa = compile_regex("T", pattern)
+    for text in ["", "a", "b", "c", "ac", "x"]:
+        assert nfa_fullmatch(nfa, text.encode()) == bool(re.fullmatch(pattern, text)), (pattern, text)
+
+
 def test_class_ranges_follow_python_semantics() -> None:
     def has(ranges, ch: str) -> bool:
         return any(lo <= ord(ch) <= hi for lo, hi in ranges)

@@ -18,8 +18,11 @@ Two readers:
   with ``^``/``$``, any text may come before and after it.
 
 Refused with :class:`RegexError` (naming the construct): lookarounds, backreferences, word
-boundaries, anchors other than at the ends of a top-level alternative, possessive repeats,
-atomic groups, ECMA's ``u``-mode escapes (``\\p{...}``, ``\\u{...}``).
+boundaries, anchors inside a repeat (and, in a Python regex, anchors other than at the ends of a
+top-level alternative), possessive repeats, atomic groups, ECMA's ``u``-mode escapes
+(``\\p{...}``, ``\\u{...}``). An ECMA ``pattern`` may hold ``^`` and ``$`` anywhere else
+(``^$|^[a-z]+$``, ``(^a.+)|(^b)``, ``^([^,]|$)``): each way the pattern can match is kept apart by
+whether it must start at the text's start and end at its end.
 """
 
 from __future__ import annotations
@@ -71,12 +74,57 @@ def parse_ecma(pattern: str) -> Node:
         parsed = sre_parse.parse(source, 0)
     except re.error as exc:
         raise RegexError(f"invalid regex {pattern!r}: {exc}", kind="regex") from None
-    alts = _top_alternatives(list(parsed))
-    out = []
-    for alt in alts:
-        starts, ends, node = _anchored_alternatives(alt, 0, pattern)
-        out.append(("seq", [EMPTY if starts else ("rep", ANY_CHAR, 0, None), node, EMPTY if ends else ("rep", ANY_CHAR, 0, None)]))
+    try:
+        ways = [_anchored_alternatives(alt, 0, pattern) for alt in _top_alternatives(list(parsed))]
+    except _AnchorInside:  # ^ or $ elsewhere than at the ends of a top-level alternative
+        ways = [(starts, ends, node) for (starts, ends), node in _anchored_ways(list(parsed), 0, pattern).items()]
+    out = [("seq", [EMPTY if starts else _ANY_RUN, node, EMPTY if ends else _ANY_RUN]) for starts, ends, node in ways]
     return out[0] if len(out) == 1 else ("alt", out)
+
+
+_ANY_RUN: Node = ("rep", ANY_CHAR, 0, None)
+_STARTS = (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
+_ENDS = (C.AT_END, C.AT_END_STRING)
+
+
+def _anchored_ways(items: list, flags: int, pattern: str) -> dict[tuple[bool, bool], Node]:
+    """How ``items`` match in an ECMA search, by (the match must start where the text starts, it
+    must end where the text ends): ``^`` and ``$`` are the empty match bound to one end; in a
+    sequence, what comes before a ``^`` (after a ``$``) can only match the empty string."""
+    ways: dict[tuple[bool, bool], Node] = {(False, False): EMPTY}
+    for op, av in items:
+        if op is C.AT and av in _STARTS:
+            parts = {(True, False): EMPTY}
+        elif op is C.AT and av in _ENDS:
+            parts = {(False, True): EMPTY}
+        elif op is C.SUBPATTERN:
+            _group, add, delete, p = av
+            parts = _anchored_ways(list(p), (flags | add) & ~delete, pattern)
+        elif op is C.BRANCH:
+            parts = {}
+            for alt in av[1]:
+                for key, node in _anchored_ways(list(alt), flags, pattern).items():
+                    parts[key] = _either(parts.get(key), node)
+        else:  # (anchors inside a repeat are refused here)
+            parts = {(False, False): _seq([(op, av)], flags, pattern)}
+        joined: dict[tuple[bool, bool], Node] = {}
+        for (sa, ea), a in ways.items():
+            for (sb, eb), b in parts.items():
+                if (ea and not nullable(b)) or (sb and not nullable(a)):
+                    continue  # past the text's end, or before its start: no match this way
+                node = _then(EMPTY if sb else a, EMPTY if ea else b)
+                joined[sa or sb, ea or eb] = _either(joined.get((sa or sb, ea or eb)), node)
+        ways = joined
+    return ways
+
+
+def _then(a: Node, b: Node) -> Node:
+    parts = [n for x in (a, b) for n in (x[1] if x[0] == "seq" else [x])]
+    return parts[0] if len(parts) == 1 else ("seq", parts)
+
+
+def _either(a: Node | None, b: Node) -> Node:
+    return b if a is None else ("alt", [*(a[1] if a[0] == "alt" else [a]), b])
 
 
 def _top_alternatives(items: list) -> list[list]:
@@ -94,6 +142,10 @@ def _anchored_alternatives(items: list, flags: int, pattern: str) -> tuple[bool,
     if ends:
         items = items[:-1]
     return starts, ends, _seq(items, flags, pattern)
+
+
+class _AnchorInside(RegexError):
+    """``^`` or ``$`` elsewhere than at the ends of a top-level alternative."""
 
 
 _REFUSED = {
@@ -122,7 +174,8 @@ def _seq(items, flags: int, pattern: str) -> Node:
             lo, hi, p = av
             out.append(("rep", _seq(list(p), flags, pattern), lo, None if hi == C.MAXREPEAT else hi))
         else:
-            raise RegexError(f"regex {pattern!r}: {_REFUSED.get(op, str(op))} is not supported", kind="regex")
+            error = _AnchorInside if op is C.AT and av in (*_STARTS, *_ENDS) else RegexError
+            raise error(f"regex {pattern!r}: {_REFUSED.get(op, str(op))} is not supported", kind="regex")
     return out[0] if len(out) == 1 else ("seq", out)
 
 
