@@ -99,6 +99,22 @@ def test_anchors_inside_a_repeat_are_refused_and_unmatchable_ones_match_nothing(
         gg.Grammar.from_json_schema({"type": "string", "pattern": "/^[0-9]{2}$/"})
 
 
+_ECMA_SPACE = set("\t\n\x0b\x0c\r \xa0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff") | {chr(c) for c in range(0x2000, 0x200B)}
+_ECMA_ESCAPES = {"\\S": lambda c: c not in _ECMA_SPACE, "\\W": lambda c: not (c.isascii() and (c.isalnum() or c == "_")),
+                 "\\D": lambda c: c not in "0123456789", "\\s": lambda c: c in _ECMA_SPACE}
+
+
+@pytest.mark.parametrize("body", ["\\S", "a\\S", "^\\S", "\\S-x", "\\Wa", "^\\D\\W", "\\D", "\\s\\S"])
+def test_negated_class_escapes_inside_a_class(body: str) -> None:
+    """``[\\S]``, ``[a\\W]``, ``[^\\D\\W]``: the escape's complement joins the class (ECMA's \\s, ASCII \\w and \\d)."""
+    negated = body.startswith("^")
+    atoms = re.findall(r"\\[SWDs]|.", body[1:] if negated else body)
+    translated = re.compile(rx.ecma_to_python(f"[{body}]"))
+    for c in ["a", "x", "-", "5", " ", "\t", "\u2003", "\u00e9", "_", "\ufeff", "Z", "\U0001F600", "\u0660"]:
+        member = any(_ECMA_ESCAPES[t](c) if t in _ECMA_ESCAPES else c == t for t in atoms) != negated
+        assert bool(translated.fullmatch(c)) == member, (body, c)
+
+
 def test_ecma_translation() -> None:
     assert rx.ecma_to_python(r"\d\w\/(?<n>x)") == r"[0-9][A-Za-z0-9_]\/(?P<n>x)"
     with pytest.raises(rx.RegexError):

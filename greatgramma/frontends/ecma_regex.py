@@ -22,7 +22,8 @@ boundaries, anchors inside a repeat (and, in a Python regex, anchors other than 
 top-level alternative), possessive repeats, atomic groups, ECMA's ``u``-mode escapes
 (``\\p{...}``, ``\\u{...}``). An ECMA ``pattern`` may hold ``^`` and ``$`` anywhere else
 (``^$|^[a-z]+$``, ``(^a.+)|(^b)``, ``^([^,]|$)``): each way the pattern can match is kept apart by
-whether it must start at the text's start and end at its end.
+whether it must start at the text's start and end at its end. ``\\S``, ``\\W`` and ``\\D`` inside
+a class join it as their complements' ranges.
 """
 
 from __future__ import annotations
@@ -185,6 +186,11 @@ _ECMA_CLASS = {"d": "0-9", "w": "A-Za-z0-9_", "s": _ECMA_SPACE}
 _ECMA_SIMPLE = {"t": r"\t", "n": r"\n", "r": r"\r", "f": r"\x0c", "v": r"\x0b", "0": r"\x00"}
 
 
+def _class_of(body: str) -> Ranges:
+    """The code points of a Python class body."""
+    return class_ranges(C.IN, list(sre_parse.parse(f"[{body}]"))[0][1], 0)
+
+
 def ecma_to_python(pattern: str) -> str:
     """ECMA-262 regex syntax -> Python syntax with the same meaning on code points."""
     out, i, in_class, n = [], 0, False, len(pattern)
@@ -203,8 +209,8 @@ def ecma_to_python(pattern: str) -> str:
                 body = _ECMA_CLASS[e.lower()]
                 if e.islower():
                     out.append(body if in_class else f"[{body}]")
-                elif in_class:
-                    raise RegexError(f"pattern {pattern!r}: \\{e} inside a character class is not supported", kind="regex")
+                elif in_class:  # its complement, as ranges (the last one ends at U+10FFFF: a '-' after it is literal)
+                    out.append("".join(_cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}" for lo, hi in _complement(_class_of(body))))
                 else:
                     out.append(f"[^{body}]")
             elif e in _ECMA_SIMPLE:
