@@ -143,6 +143,9 @@ CASES = {
     "allOf": ({"allOf": [OBJ, {"required": ["age"]}]}, [{"name": "x", "age": 1}, {"name": "x"}]),
     "pattern": ({"type": "string", "pattern": "^[a-z]+-[0-9]{2,3}$"}, ["ab-12", "ab-1234", "AB-12", "a-123"]),
     "pattern-search": ({"type": "string", "pattern": "[0-9]"}, ["a1b", "abc", "9", ""]),
+    "allOf-patterns": ({"allOf": [{"type": "string", "pattern": "^[a-z]+$"}, {"pattern": "x"}, {"pattern": "y|^x"}]},
+                       ["ax", "xa", "axy", "abc", "xyz", "y", "aX", "", "yx"]),
+    "pattern-anchors-inside": ({"type": "string", "pattern": "^$|^[a-c]+-[0-9]$|(^x.)"}, ["", "ab-1", "ab-12", "xy", "xyz", "ax", "-1"]),
     "lengths": ({"type": "string", "minLength": 2, "maxLength": 4}, ["a", "ab", "abcd", "abcde", "é€😀", "😀"]),
     "integer-range": ({"type": "integer", "minimum": -5, "exclusiveMaximum": 100}, [-6, -5, 0, 99, 100, 1000]),
     "formats": ({"type": "object", "properties": {

@@ -56,6 +56,7 @@ MAX_ORDERS = 4  # the orders one object takes at most
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
 ORDERS = "$greatgramma:orders"  # internal: other member orders a merge gives (lists of names; see _merge)
 NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
+PATTERNS = "$greatgramma:patterns"  # internal: more patterns a string must hold (allOf of several `pattern`)
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
 
@@ -342,9 +343,9 @@ class _Walker:
                 raise SchemaError(ptr, "format", f"format {schema['format']!r} is not supported (no exact grammar for it)")
             if node is not None:
                 nodes.append(node)
-        if "pattern" in schema:
+        for pattern in ([schema["pattern"]] if "pattern" in schema else []) + schema.get(PATTERNS, []):
             try:
-                nodes.append(rx.parse_ecma(schema["pattern"]))
+                nodes.append(rx.parse_ecma(pattern))
             except rx.RegexError as exc:
                 raise SchemaError(ptr, "pattern", str(exc)) from None
         lo, hi = schema.get("minLength", 0), schema.get("maxLength")
@@ -855,8 +856,10 @@ class _Walker:
                 ta, tb = ({w} if isinstance(w, str) else set(w)), ({v} if isinstance(v, str) else set(v))
                 both = (ta & tb) | ({"integer"} if ("number" in ta and "integer" in tb) or ("integer" in ta and "number" in tb) else set())
                 out[k] = sorted(both)
-            elif k in ("required", NOT_STRINGS):
+            elif k in ("required", NOT_STRINGS, PATTERNS):
                 out[k] = list(dict.fromkeys([*w, *v]))
+            elif k == "pattern":  # a string holds both: the second one kept aside, intersected in t_string
+                out[PATTERNS] = list(dict.fromkeys([*out.get(PATTERNS, []), v]))
             elif k == "properties":
                 props = dict(w)
                 for name, sub in v.items():
