@@ -210,7 +210,7 @@ def ecma_to_python(pattern: str) -> str:
                 if e.islower():
                     out.append(body if in_class else f"[{body}]")
                 elif in_class:  # its complement, as ranges (the last one ends at U+10FFFF: a '-' after it is literal)
-                    out.append("".join(_cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}" for lo, hi in _complement(_class_of(body))))
+                    out.append(_class_body(_complement(_class_of(body))))
                 else:
                     out.append(f"[^{body}]")
             elif e in _ECMA_SIMPLE:
@@ -335,8 +335,12 @@ def class_text(ranges: Ranges) -> str:
     """A Python regex class for the code points (no ``/`` or newline written raw)."""
     if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
         return _cp(ranges[0][0])
-    body = "".join(_cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}" for lo, hi in ranges)
-    return f"[{body}]"
+    return f"[{_class_body(ranges)}]"
+
+
+def _class_body(ranges: Ranges) -> str:
+    """The inside of a Python regex class for the code points."""
+    return "".join(_cp(lo) if lo == hi else f"{_cp(lo)}-{_cp(hi)}" for lo, hi in ranges)
 
 
 def write(node: Node, char_text) -> str:
