@@ -195,14 +195,15 @@ class BlockTable:
         segment, the first terminals and end states among them, and whether any is held."""
         nseg, width = len(base), self.layout.width
         firsts: list[set[int]] = [set() for _ in range(nseg)]
-        ends: list[set[int]] = [set() for _ in range(nseg)]
         if native.ext is not None:
             seen, held, end_seg, end_state = native.block_codes(first, rest, seg, strings, base, width, out)
-            for i, f in zip(*np.nonzero(seen)):
-                firsts[i].add(int(f) + NO_TERM)
-            for i, e in zip(end_seg.tolist(), end_state.tolist()):
-                ends[i].add(e)
-            return firsts, ends, held
+            for i, f in zip(*(a.tolist() for a in np.nonzero(seen))):
+                firsts[i].add(f + NO_TERM)
+            order = np.argsort(end_seg, kind="stable")  # (already in segment order where seg is)
+            bounds = np.searchsorted(end_seg[order], np.arange(nseg + 1)).tolist()
+            states = end_state[order].tolist()
+            return firsts, [set(states[i:j]) for i, j in zip(bounds[:-1], bounds[1:])], held
+        ends: list[set[int]] = [set() for _ in range(nseg)]
         is_end = first == END
         is_row = (first >= NO_TERM) & ~is_end & (first != DEAD)  # not dead, not backing up, not held
         lay = self.layout

@@ -237,12 +237,15 @@ class SubtreeWalks:
             walked = self._walk_native(lo, hi, state, held) if native.ext is not None else self._walk_numpy(lo, state, held)
             origin, done = walked.origin, self._specialise(walked, None) if plain else walked
         bounds = np.searchsorted(origin, np.arange(len(pairs) + 1)).tolist()
-        walks = {pair: type(done)(*(a[i:j] for a in done)) for pair, i, j in zip(pairs, bounds[:-1], bounds[1:])}
         if plain:
-            walks = {pair: self._keep(pair, walk) for pair, walk in walks.items()}
+            (strings, first, rest), keep = done, self._subtrees.put  # (as _keep, inlined: a walk per pair)
+            per = strings.itemsize + first.itemsize + rest.itemsize
+            walks = {pair: keep(pair, Walk(strings[i:j], first[i:j], rest[i:j]), per * (j - i) + 200)
+                     for pair, i, j in zip(pairs, bounds[:-1], bounds[1:])}
             with self._lock:
                 self._walked += len(pairs)
         else:
+            walks = {pair: type(done)(*(a[i:j] for a in done)) for pair, i, j in zip(pairs, bounds[:-1], bounds[1:])}
             with self._lock:
                 walks = {pair: self._base_subtrees.setdefault(pair, walk) for pair, walk in walks.items()}
         return walks, None if kept is None else (*done, origin)

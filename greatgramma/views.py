@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blocks import BlockTable
+from .blocks import Block, BlockTable
 from .cache import BoundedCache
 from .codes import DEAD, FALLBACK, NO_TERM
 
@@ -54,7 +54,8 @@ class LexerViews:
         self._tokens_by_byte = trie.tokens_by_first_byte(vocab_size)
         # the views others can start from: their keys and, per first byte, what decides its strings
         self._near_keys: list[int] = []
-        self._near_sources = np.empty((0, 256), dtype=np.int64)
+        self._near_rows = np.empty((0, 256), dtype=np.int64)
+        self._near_parts: list[list] = []
         self._lock = threading.Lock()
 
     def caches(self) -> dict[str, BoundedCache]:
@@ -78,12 +79,36 @@ class LexerViews:
 
     def view(self, x: int) -> LexerView:
         """Assembled from per-first-byte blocks shared between lexer states (cheap on first use);
-        where a cached view agrees on all but a few first bytes, copied from it and patched there."""
+        where a cached view's DFA state agrees on all but a few first bytes, copied from it and
+        patched there."""
         got = self._views.get(x)
         if got is not None:
             return got
-        td, lexer, blocks, layout = self._subtrees, self._lexer, self._blocks, self._blocks.layout
-        q = lexer.base(x)
+        lexer = self._lexer
+        shared = 0 < x < lexer.num_states  # no fallback of its own: each byte decided by what states share
+        row = self._row_key(x) if shared else None
+        near = self._nearest(row) if shared else None
+        got, parts = self._patched_view(x, *near) if near is not None else (None, None)
+        if got is None:
+            got, parts = self._assembled_view(x)
+        nbytes = got.code.nbytes + (0 if got.fallback is None else got.fallback.nbytes) + 512
+        got = self._views.put(x, got, nbytes)
+        if shared and parts is not None:
+            self._remember(x, row, parts)
+        return got
+
+    def _row_key(self, x: int) -> np.ndarray:
+        """Per first byte, what decides its strings from DFA state x: the state after the byte and
+        the terminal accepted just before it (two states equal on a byte share its block, or its
+        start code, or both find it dead)."""
+        lexer = self._lexer
+        return lexer.delta[x].astype(np.int64) * (len(lexer.terminals) + 2) + lexer.accept_next[x] + 1
+
+    def _restarts(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(per first byte: whether its strings end the lexeme at once and run from the start
+        state, the start code they add to their row's part or ``_NONE``; the first terminal of
+        each byte, NO_TERM where ignored) from DFA state q."""
+        lexer, layout = self._lexer, self._blocks.layout
         delta, accept_next = lexer.delta[q], lexer.accept_next[q]
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
             restart = np.ones(256, dtype=bool)
@@ -91,135 +116,164 @@ class LexerViews:
         else:  # strings whose first byte ends the lexeme: then they run from the start state
             restart = (delta == DEAD) & (accept_next != DEAD)
             first_of_byte = np.where(self._ignored_arr[accept_next], NO_TERM, accept_next).astype(np.int64)
-        rest0 = self._rows_from_start(restart)
         # strings that run from the start state: their first terminal's code plus their row's part
         # (negative, so dead, where either is none)
         starts = np.where(restart, layout.row_codes(first_of_byte, 0), _NONE).astype(np.int32)
+        return restart, starts, first_of_byte
+
+    def _found_blocks(self, x: int, live: list[tuple[int, int, int, int]]) -> list:
+        """The block of each live (byte, first string, end string, DFA state after it) of lexer
+        state x, built where missing; a held block as resolved for x's DFA state when x has no
+        fallback of its own (else left held, codes None)."""
+        lexer, blocks = self._lexer, self._blocks
+        pairs = [(b, st) for b, _, _, st in live]
+        own = x >= lexer.num_states  # a fallback of its own, else held blocks depend on accept_next only
+        before = None if own else lexer.accept_next[lexer.base(x)].tolist()
+        found = blocks.lookup(pairs)
+        if None in found:
+            blocks.new_blocks([item for item, blk in zip(live, found) if blk is None], before)
+            found = blocks.lookup(pairs)
+        if not own and any(blk.code is None for blk in found):  # held: as resolved for accept_next
+            keys = [p if blk.code is not None else (*p, before[p[0]]) for p, blk in zip(pairs, found)]
+            found = blocks.lookup(keys)
+            if None in found:
+                blocks.resolved_blocks([(it, k) for it, k, blk in zip(live, keys, found) if blk is None])
+                found = blocks.lookup(keys)
+        return found
+
+    def _assembled_view(self, x: int) -> tuple[LexerView, list | None]:
+        """The view of x from its blocks alone, and per first byte what decides it (its block, or
+        its first terminal where its strings run from the start state, or None), unless some
+        block is held for x alone (then None)."""
+        td, lexer, layout = self._subtrees, self._lexer, self._blocks.layout
+        q = lexer.base(x)
+        delta, accept_next = lexer.delta[q], lexer.accept_next[q]
+        restart, starts, first_of_byte = self._restarts(q)
+        rest0 = self._rows_from_start(restart)
         restarting = np.flatnonzero(restart & self._byte_has_rest0).tolist()
-        firsts = set(first_of_byte[restarting].tolist())
-        ends: set[int] = set()
-        # what decides each first byte's strings: its block (by identity), its start code, or nothing (dead)
-        source = np.where(restart, -2 - starts.astype(np.int64), -1)
+        parts: list = [None] * 256
+        for b in restarting:
+            parts[b] = int(first_of_byte[b])
         own_codes: dict[int, np.ndarray] = {}  # live byte -> its strings' codes
         held: list[tuple[int, int]] = []
         if q != 0:
             to = delta.tolist()  # (plain ints: numpy scalars cost more per byte)
             live = [(b, lo, hi, to[b]) for b, lo, hi in td.trie.root_children if to[b] != DEAD]
-            pairs = [(b, st) for b, _, _, st in live]
-            own = x >= lexer.num_states  # a fallback of its own, else held blocks depend on accept_next only
-            before = None if own else accept_next.tolist()
-            found = blocks.lookup(pairs)
-            if None in found:
-                blocks.new_blocks([item for item, blk in zip(live, found) if blk is None], before)
-                found = blocks.lookup(pairs)
-            if not own and any(blk.code is None for blk in found):  # held: as resolved for accept_next
-                keys = [p if blk.code is not None else (*p, before[p[0]]) for p, blk in zip(pairs, found)]
-                found = blocks.lookup(keys)
-                if None in found:
-                    blocks.resolved_blocks([(it, k) for it, k, blk in zip(live, keys, found) if blk is None])
-                    found = blocks.lookup(keys)
-            for (b, _, _, st), blk in zip(live, found):
+            for (b, _, _, st), blk in zip(live, self._found_blocks(x, live)):
                 if blk.code is None:
                     held.append((b, st))
                 else:
-                    own_codes[b], source[b] = blk.code, id(blk)  # (blocks live as long as the table)
-                    firsts |= blk.firsts
-                    ends |= blk.end_states
-        shared = x < lexer.num_states and not held  # every byte decided by what other states share
-        near = self._nearest(source) if shared else None
-        fallback = None
-        if near is not None:
-            code, limit = self._patched(near, source, own_codes, rest0, starts)
-        else:
-            span, counts = td.trie.root_span, self._byte_counts
-            if len(restarting) > _FEW_BYTES:  # over the whole vocabulary at once
-                by_string = np.empty(len(rest0) + 1, dtype=np.int32)
-                np.add(np.repeat(starts, counts), rest0, out=by_string[:-1])
-                np.maximum(by_string, layout.dead, out=by_string)
-                by_string[-1] = layout.dead
-            else:  # (the other strings are dead or overwritten below)
-                by_string = np.full(len(rest0) + 1, layout.dead, dtype=np.int32)
-                for b in restarting:
-                    lo, hi = span[b]
-                    np.maximum(rest0[lo:hi] + starts[b], layout.dead, out=by_string[lo:hi])
-            for b, codes in own_codes.items():
+                    own_codes[b] = blk.code
+                    parts[b] = blk
+        firsts, ends = _union(parts)
+        span, counts = td.trie.root_span, self._byte_counts
+        if len(restarting) > _FEW_BYTES:  # over the whole vocabulary at once
+            by_string = np.empty(len(rest0) + 1, dtype=np.int32)
+            np.add(np.repeat(starts, counts), rest0, out=by_string[:-1])
+            np.maximum(by_string, layout.dead, out=by_string)
+            by_string[-1] = layout.dead
+        else:  # (the other strings are dead or overwritten below)
+            by_string = np.full(len(rest0) + 1, layout.dead, dtype=np.int32)
+            for b in restarting:
                 lo, hi = span[b]
-                by_string[lo:hi] = codes
-            back = np.zeros(len(rest0) + 1, dtype=bool)  # strings that back up to x's fallback
-            if x >= lexer.num_states:  # a first byte that kills the lexeme backs up to x's fallback
-                back[:-1] = np.repeat((delta == DEAD) & (accept_next == DEAD), counts)
-            if held:  # resolved for x alone
-                strings, first, rest = td.resolve(x, [(b, arrays) for (b, _), arrays in zip(held, td.subtrees(held))])
-                (f,), (e,), _ = blocks.codes(first, rest, np.zeros(len(first), dtype=np.int64), strings, _ZERO, by_string)
-                back[strings[first == FALLBACK]] = True
-                firsts |= f
-                ends |= e
-            tokens = self._string_of_token
-            code = np.take(by_string, tokens)
-            limit = int(code.max(initial=0)) + 1
-            if back.any():
-                fallback = pack(np.take(back, tokens))
+                np.maximum(rest0[lo:hi] + starts[b], layout.dead, out=by_string[lo:hi])
+        for b, codes in own_codes.items():
+            lo, hi = span[b]
+            by_string[lo:hi] = codes
+        back = np.zeros(len(rest0) + 1, dtype=bool)  # strings that back up to x's fallback
+        if x >= lexer.num_states:  # a first byte that kills the lexeme backs up to x's fallback
+            back[:-1] = np.repeat((delta == DEAD) & (accept_next == DEAD), counts)
+        if held:  # resolved for x alone
+            strings, first, rest = td.resolve(x, [(b, arrays) for (b, _), arrays in zip(held, td.subtrees(held))])
+            (f,), (e,), _ = self._blocks.codes(first, rest, np.zeros(len(first), dtype=np.int64), strings, _ZERO, by_string)
+            back[strings[first == FALLBACK]] = True
+            firsts |= f
+            ends |= e
+        tokens = self._string_of_token
+        code = np.take(by_string, tokens)
+        fallback = pack(np.take(back, tokens)) if back.any() else None
+        view = self._new_view(code, int(code.max(initial=0)) + 1, firsts, ends, fallback)
+        return view, None if held else parts
+
+    def _new_view(self, code: np.ndarray, limit: int, firsts: set, ends: set, fallback: np.ndarray | None) -> LexerView:
         groups: dict[tuple, list[int]] = {}
         for e in sorted(ends):
-            groups.setdefault(lexer.end_key(e), []).append(e)
-        got = LexerView(code, tuple(sorted(firsts)), tuple(tuple(g) for g in groups.values()), fallback, limit)
-        nbytes = got.code.nbytes + (0 if got.fallback is None else got.fallback.nbytes) + 512
-        got = self._views.put(x, got, nbytes)
-        if shared:
-            self._remember(x, source)
-        return got
+            groups.setdefault(self._lexer.end_key(e), []).append(e)
+        return LexerView(code, tuple(sorted(firsts)), tuple(tuple(g) for g in groups.values()), fallback, limit)
 
-    def _nearest(self, source: np.ndarray) -> tuple[LexerView, np.ndarray] | None:
-        """A cached view whose first bytes differ from ``source`` on at most a quarter of the
-        strings, and those bytes; None if there is none."""
+    def _nearest(self, row: np.ndarray) -> tuple[LexerView, np.ndarray, list] | None:
+        """A cached view whose DFA state differs from ``row`` (``_row_key``) on first bytes that
+        start at most a quarter of the strings, those bytes, and what decides each byte of the
+        cached view; None if there is none."""
         with self._lock:
             n = len(self._near_keys)
             if not n:
                 return None
-            differs = self._near_sources[:n] != source
+            differs = self._near_rows[:n] != row
             strings = differs.astype(np.int64) @ self._byte_counts
             for i in np.argsort(strings, kind="stable")[:4].tolist():
                 if strings[i] > len(self._rest0_code) // 4:
                     return None
                 base = self._views.get(self._near_keys[i])
                 if base is not None:
-                    return base, np.flatnonzero(differs[i])
+                    return base, np.flatnonzero(differs[i] & (self._byte_counts > 0)), self._near_parts[i]
         return None
 
-    def _remember(self, x: int, source: np.ndarray) -> None:
-        """Keep the sources of view x for later views to start from (those of views the cache
-        dropped are dropped when the list doubles)."""
+    def _remember(self, x: int, row: np.ndarray, parts: list) -> None:
+        """Keep the DFA row of view x and what decides each of its bytes, for later views to
+        start from (those of views the cache dropped are dropped when the list doubles)."""
         with self._lock:
-            keys, rows = self._near_keys, self._near_sources
+            keys, rows = self._near_keys, self._near_rows
             if len(keys) == len(rows):
                 alive = [i for i, k in enumerate(keys) if k in self._views]
                 kept = rows[alive]
                 self._near_keys = keys = [keys[i] for i in alive]
-                self._near_sources = rows = np.empty((max(16, 2 * len(alive)), 256), dtype=np.int64)
+                self._near_parts = [self._near_parts[i] for i in alive]
+                self._near_rows = rows = np.empty((max(16, 2 * len(alive)), 256), dtype=np.int64)
                 rows[: len(alive)] = kept
-            rows[len(keys)] = source
+            rows[len(keys)] = row
             keys.append(x)
+            self._near_parts.append(parts)
 
-    def _patched(self, near: tuple[LexerView, np.ndarray], source: np.ndarray, own_codes: dict[int, np.ndarray],
-                 rest0: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, int]:
-        """The codes of a view that agrees with ``near``'s view except on its listed first bytes
-        (their strings' codes from their block, or from the start state, or dead), and 1 + the
-        largest code (at most)."""
-        base, differ = near
+    def _patched_view(self, x: int, base: LexerView, differ: np.ndarray, base_parts: list) -> tuple[LexerView | None, list]:
+        """The view of x, a DFA state that agrees with ``base``'s on all first bytes but those in
+        ``differ``: ``base``'s codes, those bytes' strings' recomputed (from their block, or from
+        the start state, or dead); and what decides each byte. None where a block is held for x."""
+        td, layout = self._subtrees, self._blocks.layout
+        restart, starts, first_of_byte = self._restarts(x)
+        todo = np.zeros(256, dtype=bool)
+        todo[differ] = True
+        rest0 = self._rows_from_start(restart & todo)
+        to = self._lexer.delta[x]
+        differ = differ.tolist()
+        live = [(b, *td.trie.root_span[b], int(to[b])) for b in differ if to[b] != DEAD]
+        found = dict(zip((b for b, *_ in live), self._found_blocks(x, live)))
+        if any(blk.code is None for blk in found.values()):
+            return None, []
+        parts = list(base_parts)
         code, limit = base.code.copy(), base.limit
         order, ptr = self._tokens_by_byte
-        dead = self._blocks.layout.dead
-        for b in differ.tolist():
+        for b in differ:
             tokens = order[ptr[b] : ptr[b + 1]]
-            if b in own_codes:
-                values = own_codes[b][self._string_of_token[tokens] - self._subtrees.trie.root_span[b][0]]
-            elif source[b] != -1:
-                values = np.maximum(rest0[self._string_of_token[tokens]] + starts[b], dead)
+            blk = found.get(b)
+            if blk is not None:
+                values, parts[b] = blk.code[self._string_of_token[tokens] - td.trie.root_span[b][0]], blk
+            elif restart[b] and self._byte_has_rest0[b]:
+                values, parts[b] = np.maximum(rest0[self._string_of_token[tokens]] + starts[b], layout.dead), int(first_of_byte[b])
             else:
-                values = dead
+                values, parts[b] = layout.dead, None
             code[tokens] = values
-            limit = max(limit, int(np.max(values, initial=dead)) + 1)
-        return code, limit
+            limit = max(limit, int(np.max(values, initial=layout.dead)) + 1)
+        firsts, ends = _union(parts)
+        return self._new_view(code, limit, firsts, ends, None), parts
+
+
+def _union(parts: list) -> tuple[set[int], set[int]]:
+    """The first terminals and end states that a view's first bytes (``parts``: a block, a first
+    terminal, or None each) bring."""
+    blks = [p for p in parts if isinstance(p, Block)]
+    firsts = set().union(*(blk.firsts for blk in blks), (p for p in parts if type(p) is int))
+    return firsts, set().union(*(blk.end_states for blk in blks))
 
 
 def pack(allowed: np.ndarray) -> np.ndarray:

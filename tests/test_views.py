@@ -1,5 +1,6 @@
-"""Lexer views copied from a cached view that agrees on most first bytes, then patched on the
-others (``LexerViews._patched``), equal views assembled from the blocks alone, mask for mask."""
+"""Lexer views copied from a cached view whose DFA state agrees on most first bytes, then patched
+on the others (``LexerViews._patched_view``), equal views assembled from the blocks alone: code
+for code, and mask for mask."""
 
 from __future__ import annotations
 
@@ -37,15 +38,15 @@ def test_patched_views_give_the_masks_of_assembled_views(vocabularies, hf_tokeni
     compiled = gg.compile(gg.Grammar.from_json_schema(SCHEMA), vocab)
     walks = [encode_exact(tok, json.dumps(doc), vocab.token_bytes) for doc in INSTANCES]
     patched = []
-    real = LexerViews._patched
+    real = LexerViews._patched_view
 
     def counted(self, *args):
         patched.append(1)
         return real(self, *args)
 
-    got = []
+    got, views = [], []
     for near in (True, False):
-        monkeypatch.setattr(LexerViews, "_patched", counted)
+        monkeypatch.setattr(LexerViews, "_patched_view", counted)
         if not near:
             monkeypatch.setattr(LexerViews, "_nearest", lambda self, source: None)
         masker, masks = gg.Masker(compiled), []
@@ -57,8 +58,14 @@ def test_patched_views_give_the_masks_of_assembled_views(vocabularies, hf_tokeni
             masks.append(masker.mask(state))
             assert masker.is_complete(state)
         got.append(masks)
+        views.append({x: masker._views.view(x) for x in list(masker._views.caches()["views"])})
         if near:
             assert patched, "no view was patched from a nearby one: the test walks nothing it checks"
     assert len(got[0]) == len(got[1])
     for i, (a, b) in enumerate(zip(*got)):
         assert np.array_equal(a, b), i
+    assert views[0].keys() == views[1].keys()
+    for x, a in views[0].items():
+        b = views[1][x]
+        assert np.array_equal(a.code, b.code), x
+        assert (a.firsts, a.end_groups) == (b.firsts, b.end_groups), x
