@@ -171,6 +171,11 @@ PATTERN_SCHEMAS = [
     {"type": "object", "patternProperties": {"^a": {"type": "integer"}, "^ab": False, "^(?:a|b)": {"maximum": 3}}},
     {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z]+$"}},
      "patternProperties": {"^[a-z]+$": {"type": "string", "pattern": "^[a-z]+$"}}},  # one terminal for key and value
+    # regions whose every key is declared: no key is lexed as theirs (their rule of keys is empty)
+    {"type": "object", "properties": {"a": {"type": "string"}, "x-": {}},
+     "patternProperties": {"^a$": {"minLength": 1}, "^x-$": {"type": "integer"}}},
+    {"type": "object", "properties": {"b": {"type": "integer"}}, "patternProperties": {"^b$": {"minimum": 2}},
+     "additionalProperties": False},
 ]
 PATTERN_KEYS = ["", "a", "a1", "b2", "name", "b", "x-", "x-1", "1", "12", "ab", "abc", "é9", "\n", "Z", "id"]
 PATTERN_VALUES = [1, -1, 5, 1.5, "s", "S", True, None, [], ["a", "b"], [1, 2], {}]
@@ -600,6 +605,17 @@ def test_items_false_takes_only_the_empty_array() -> None:
     check({"type": "array", "items": False}, [[], [1], [[]]])
     check({"items": False}, [[], [1], 3])
     check({"type": "array", "prefixItems": [{"type": "integer"}], "items": False}, [[], [1], [1, 2], ["a"]])
+
+
+def test_a_schema_no_instance_satisfies_referred_to_from_several_members() -> None:
+    """Members whose value can never be valid are left out wherever the schema is referred to
+    (the first reference used to leave its rule's name behind, undefined, for the later ones)."""
+    never = {"not": {"type": ["array", "boolean", "integer", "number", "null", "object", "string"]}}
+    schema = {"type": "object", "definitions": {"no": never},
+              "properties": {"a": {"$ref": "#/definitions/no"},
+                             "b": {"type": "array", "items": {"type": "object", "properties": {"c": {"$ref": "#/definitions/no"}}}}},
+              "patternProperties": {"_x$": {"$ref": "#/definitions/no"}}}
+    check(schema, [{}, {"a": 1}, {"b": []}, {"b": [{}]}, {"b": [{"c": 1}]}, {"b": [{"d": "e"}]}, {"d_x": 1}, {"d": None}])
 
 
 def test_integral_float_counts_are_integers() -> None:

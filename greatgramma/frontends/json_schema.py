@@ -34,7 +34,7 @@ from urllib.parse import unquote
 
 from . import ecma_regex as rx
 from .formats import format_node
-from .terminals import SchemaError, Terminals
+from .terminals import SchemaError, Terminals, empty_language
 
 ANNOTATIONS = {"title", "description", "examples", "default", "$comment", "$schema", "$id", "id", "deprecated",
                "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "$anchor", "definitions", "$defs"}
@@ -51,6 +51,7 @@ OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
 SKIP_BLOCK = 2  # optional object members one rule may skip at once (see object_rules)
 ANY_ORDER = 5  # objects of at most this many named members take them in any order (see any_order_rules)
+EMPTY_PASSES = 4  # walks of a schema, each knowing the sets of lexemes the ones before found empty
 FEW_ORDERS = 24  # objects of up to this many named members also take a few other orders (order_rules)
 MAX_ORDERS = 4  # the orders one object takes at most
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
@@ -79,17 +80,25 @@ def json_schema_to_lark(
     if whitespace not in ("json", "compact") and not (isinstance(whitespace, int) and whitespace >= 0):
         raise ValueError(f'whitespace must be "json", "compact" or a non-negative int, not {whitespace!r}')
     try:
-        return _Walker(schema, whitespace, additional_properties, max_repeat, any_order).grammar()
+        empty: frozenset = frozenset()
+        for _ in range(EMPTY_PASSES):
+            walker = _Walker(schema, whitespace, additional_properties, max_repeat, any_order, empty)
+            text = walker.grammar()
+            if not walker.terms.found_empty:
+                return text
+            empty |= walker.terms.found_empty  # rules with no member: walked again, they are left out as empty
+        raise SchemaError("#", "", f"sets of lexemes kept turning out empty after {EMPTY_PASSES} walks of the schema; not supported")
     except RecursionError:
         raise SchemaError("#", "", "the schema nests too deeply, or refers to itself without end (a `$ref` to an "
                                    "enclosing schema beside other keywords, or through `allOf`)") from None
 
 
 class _Walker:
-    def __init__(self, root, whitespace, additional_properties: bool, max_repeat: int, any_order: int):
+    def __init__(self, root, whitespace, additional_properties: bool, max_repeat: int, any_order: int,
+                 known_empty: frozenset = frozenset()):
         self.root = root
         self.any_order = any_order
-        self.terms = Terminals(whitespace=whitespace)
+        self.terms = Terminals(whitespace=whitespace, known_empty=known_empty)
         self.allow_additional = additional_properties
         self.max_repeat = max_repeat
         self.rules: list[str] = []
@@ -155,14 +164,15 @@ class _Walker:
             raise SchemaError(ptr, "", "the schema nests too deeply (a cycle of $ref through allOf?)")
         try:
             alts = self.alternatives(schema, ptr)
+            if not alts:
+                raise empty_language(ptr)
+        except SchemaError as exc:
+            if exc.empty:  # (a caller may leave the value out: the name must not stay taken)
+                self.rules[int(name[1:])] = ""
+                del self.memo[key], self.by_text[text]
+            raise
         finally:
             self.depth -= 1
-        if not alts:
-            self.rules[int(name[1:])] = ""
-            del self.memo[key], self.by_text[text]
-            err = SchemaError(ptr, "", "no instance is valid here (an empty language)")
-            err.empty = True
-            raise err
         self.rules[int(name[1:])] = f"{name}: " + " | ".join(alts)
         return name
 
@@ -295,7 +305,7 @@ class _Walker:
         mult = schema.get("multipleOf")
         if mult is not None and mult != 1:
             raise SchemaError(ptr, "multipleOf", "multipleOf other than 1 is not supported")
-        return self.terms.integers(lo, hi)
+        return self.terms.integers(lo, hi, ptr=ptr)
 
     def t_number(self, schema, ptr):
         mult = schema.get("multipleOf")
@@ -315,7 +325,7 @@ class _Walker:
                 hi = b if hi is None or b[0] < hi[0] or (b[0] == hi[0] and not b[1]) else hi
         if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and not (lo[1] and hi[1]))):
             raise SchemaError(ptr, "minimum", "no number lies within the bounds")
-        return self.terms.numbers(lo, hi)
+        return self.terms.numbers(lo, hi, ptr=ptr)
 
     def bounds(self, schema: dict, ptr: str, integer: bool) -> tuple:
         lo, hi = None, None
@@ -380,7 +390,7 @@ class _Walker:
             excluded = [v for v in excluded if raw.fullmatch(v)]
         for v in excluded:
             self.lexed_apart.append((f"{ptr}/not", self.terms.literal(v)))
-        return self.terms.strings(language, frozenset(excluded))
+        return self.terms.strings(language, frozenset(excluded), ptr=ptr)
 
     def t_array(self, schema, ptr):
         if schema.get("uniqueItems") is True:
@@ -446,7 +456,7 @@ class _Walker:
             try:
                 v = self.value(sub, f"{ptr}/properties/{_escape(name)}")
             except SchemaError as exc:
-                if getattr(exc, "empty", False) and name not in some_required:
+                if exc.empty and name not in some_required:
                     never.append(name)
                     continue  # no valid value: the member can never appear
                 raise
@@ -457,13 +467,15 @@ class _Walker:
         taken = set()  # the patterns (None: additionalProperties) whose keys may appear
         for regex, term, sub, sub_ptr, _depth, nested in patterns:
             v = self.member_value(sub, sub_ptr)
-            if v is not None:
-                extras.append(f"{t.strings(term, declared, nested)} {t.punct('COLON')} {v}")
+            keys = self.keys(term, declared, nested, sub_ptr)
+            if v is not None and keys is not None:
+                extras.append(f"{keys} {t.punct('COLON')} {v}")
                 taken.add(regex)
         if extra is not False and all(p[1] is not None for p in patterns):  # (a pattern that takes every key leaves none)
             v = self.member_value(extra, ptr + "/additionalProperties")
-            if v is not None:
-                extras.append(f"{t.strings(None, declared, frozenset(p[1] for p in patterns))} {t.punct('COLON')} {v}")
+            keys = self.keys(None, declared, frozenset(p[1] for p in patterns), ptr + "/additionalProperties")
+            if v is not None and keys is not None:
+                extras.append(f"{keys} {t.punct('COLON')} {v}")
                 taken.add(None)
         for name in never:
             # Its name is excluded from the other keys by its literal terminal, which exists only
@@ -489,6 +501,16 @@ class _Walker:
                 return self.order_rules(members, addl, allow_empty, orders)
         return self.object_rules(members, addl, allow_empty, branches=branches)
 
+    def keys(self, language: str | None, declared: frozenset, nested: frozenset, ptr: str) -> str | None:
+        """The rule of the keys of a pattern region (None: additionalProperties): its strings less
+        the declared names and the nested regions' keys; None where no key is left."""
+        try:
+            return self.terms.strings(language, declared, nested, ptr=ptr)
+        except SchemaError as exc:
+            if exc.empty:
+                return None
+            raise
+
     def member_value(self, sub, ptr: str) -> str | None:
         """The value rule of a member that may be left out (None: no value is valid, so it never appears)."""
         if sub is False:
@@ -496,7 +518,7 @@ class _Walker:
         try:
             return self.value(sub, ptr)
         except SchemaError as exc:
-            if getattr(exc, "empty", False):
+            if exc.empty:
                 return None
             raise
 
@@ -791,14 +813,14 @@ class _Walker:
             try:
                 out += self.alternatives(b, p) if b is not True else self.alternatives({}, p)
             except SchemaError as exc:
-                if not getattr(exc, "empty", False):
+                if not exc.empty:
                     raise
                 # an alternative with no valid instance (a required member whose merged schema
                 # is empty) adds nothing to the union
         out = list(dict.fromkeys(self.alias(a) for a in out))
         sets = [a for a in out if self.terms.is_lexeme_set(a)]
         if len(sets) > 1:  # strings, integers, numbers, literals: one rule for their terminals
-            merged = self.terms.union(sets)
+            merged = self.terms.union(sets, ptr=ptr)
             out = [a for a in out if a not in sets]
             out.insert(0, merged)
         return out

@@ -46,6 +46,13 @@ class SchemaError(GrammarError):
     def __init__(self, pointer: str, keyword: str, message: str):
         super().__init__(f"{pointer}/{keyword}: {message}" if keyword else f"{pointer}: {message}", kind="schema")
         self.pointer, self.keyword = pointer, keyword
+        self.empty = False  # no instance is valid at the pointer (where the schema allows leaving it out, it is)
+
+
+def empty_language(pointer: str) -> SchemaError:
+    err = SchemaError(pointer, "", "no instance is valid here (an empty language)")
+    err.empty = True
+    return err
 
 
 @dataclass
@@ -69,6 +76,10 @@ class Terminals:
     nodes: dict = field(default_factory=dict)  # terminal name -> its node (ecma_regex.Node)
     shadowed: set = field(default_factory=set)  # terminals no lexeme goes to (see _shadowed)
     union_requests: dict = field(default_factory=dict)  # symbols -> rule name (see union)
+    # requests whose rule has no member (a pattern region every key of which is declared): found
+    # writing the rules, as (kind, key); the walk runs again knowing them (json_schema_to_lark)
+    known_empty: frozenset = frozenset()
+    found_empty: set = field(default_factory=set)
 
     # -------------------------------------------------------------- requests while walking
 
@@ -96,10 +107,16 @@ class Terminals:
             self.nodes[name] = node
         return name
 
-    def strings(self, language: str | None = None, exclude: frozenset = frozenset(), minus: frozenset = frozenset()) -> str:
+    def _check(self, kind: str, key, ptr: str) -> None:
+        if (kind, key) in self.known_empty:
+            raise empty_language(ptr)
+
+    def strings(self, language: str | None = None, exclude: frozenset = frozenset(), minus: frozenset = frozenset(),
+                ptr: str = "#") -> str:
         """A rule taking every string lexeme of ``language`` (None: any string) but the excluded
         values and the lexemes of the languages in ``minus`` (names of :meth:`string_language`)."""
         key = (language, exclude, minus)
+        self._check("str", key, ptr)
         name = self.string_requests.get(key)
         if name is None:
             name = self.string_requests[key] = f"str{len(self.string_requests)}"
@@ -111,35 +128,39 @@ class Terminals:
         return (symbol in self.literals.values() or symbol in self.string_requests.values() or symbol == "num"
                 or symbol in self.int_requests.values() or any(symbol == r for r, _ in self.num_requests.values()))
 
-    def union(self, symbols) -> str:
+    def union(self, symbols, ptr: str = "#") -> str:
         """One rule for the lexemes of all the symbols (each :meth:`is_lexeme_set`): alternatives of
         an anyOf that share terminals (an enum string and ``type: string``; overlapping integer
         ranges) are one set of terminals, so no two rules reduce the same terminal."""
         key = tuple(dict.fromkeys(symbols))
+        self._check("any", key, ptr)
         name = self.union_requests.get(key)
         if name is None:
             name = self.union_requests[key] = f"any{len(self.union_requests)}"
         return name
 
-    def integers(self, lo: int | None = None, hi: int | None = None) -> str:
+    def integers(self, lo: int | None = None, hi: int | None = None, ptr: str = "#") -> str:
         key = (lo, hi)
+        self._check("int", key, ptr)
         name = self.int_requests.get(key)
         if name is None:
             name = self.int_requests[key] = f"int{len(self.int_requests)}"
             self.int_bounds.update(b for b in (lo, None if hi is None else hi + 1) if b is not None)
         return name
 
-    def numbers(self, lo: Bound = None, hi: Bound = None) -> str:
+    def numbers(self, lo: Bound = None, hi: Bound = None, ptr: str = "#") -> str:
         """A rule taking every number (integer or not) between the bounds: (Decimal, inclusive) or None."""
         self.used.add("FRACTION")
         if lo is None and hi is None:
             return "num"
         key = (lo, hi)
+        self._check("num", key, ptr)
         if key not in self.num_requests:
             self.num_bounds.update(b[0] for b in key if b is not None)
             ilo = None if lo is None else int(lo[0].to_integral_value("ROUND_CEILING")) + (lo[0] == lo[0].to_integral_value() and not lo[1])
             ihi = None if hi is None else int(hi[0].to_integral_value("ROUND_FLOOR")) - (hi[0] == hi[0].to_integral_value() and not hi[1])
-            ints = self.integers(ilo, ihi) if ilo is None or ihi is None or ilo <= ihi else None
+            some = (ilo is None or ihi is None or ilo <= ihi) and ("int", (ilo, ihi)) not in self.known_empty
+            ints = self.integers(ilo, ihi) if some else None
             self.num_requests[key] = (f"num{len(self.num_requests)}", ints)
         return self.num_requests[key][0]
 
@@ -154,9 +175,12 @@ class Terminals:
         rules, terms = [], []
         lists: dict[str, list[str]] = {}  # rule -> its alternatives (symbols)
 
-        def emit(rule: str, alts: list[str]) -> None:
+        def emit(rule: str, alts: list[str], request: tuple | None = None) -> None:
             lists[rule] = alts
-            rules.append(f"{rule}: " + (" | ".join(alts) if alts else "NEVER"))
+            if alts:
+                rules.append(f"{rule}: " + " | ".join(alts))
+            else:  # (this walk's grammar is not used: the walk runs again without the request)
+                self.found_empty.add(request)
         strings = {t: v for t, v in self.literals.items() if t.startswith('"')}
         numbers = {t: v for t, v in self.literals.items() if not t.startswith('"')}
         depth = self._string_depths()
@@ -172,8 +196,8 @@ class Terminals:
                 terms.append(f"{name}.{depth[name]}: /{regex}/")
         if self.string_requests and "STRING" not in self.shadowed:
             terms.append(f"STRING: /{STRING_RE}/")
-        for (language, exclude, minus), rule in self.string_requests.items():
-            emit(rule, self._string_members(language, exclude, strings, minus))
+        for key, rule in self.string_requests.items():
+            emit(rule, self._string_members(*key[:2], strings, key[2]), ("str", key))
         atoms = self._int_atoms()
         if "FRACTION" in self.used or self.int_requests:
             for (lo, hi), name in atoms.items():
@@ -187,19 +211,17 @@ class Terminals:
                 alts = [n for (a, b), (n, _) in pieces.items() if _piece_within(a, b, lo, hi)]
                 alts += [ints] if ints else []
                 alts += [n for t, n in numbers.items() if not _int_in(t, None, None) and contains(lo, hi, Decimal(t))]
-                emit(rule, alts)
+                emit(rule, alts, ("num", (lo, hi)))
         for (lo, hi), rule in self.int_requests.items():
             alts = [n for (a, b), n in atoms.items() if _within(a, b, lo, hi)]
             alts += [n for t, n in numbers.items() if _int_in(t, lo, hi)]
-            emit(rule, alts)
+            emit(rule, alts, ("int", (lo, hi)))
 
         def expand(sym: str) -> list[str]:
             return [x for a in lists[sym] for x in expand(a)] if sym in lists else [sym]
 
         for names, rule in self.union_requests.items():  # one rule for the terminals of them all
-            emit(rule, list(dict.fromkeys(x for n in names for x in expand(n))))
-        if any("NEVER" in r for r in rules):
-            terms.append('NEVER: /\\x00\\x01\\x02(?!)/')
+            emit(rule, list(dict.fromkeys(x for n in names for x in expand(n))), ("any", names))
         terms += self._punctuation()
         return rules, terms
 
