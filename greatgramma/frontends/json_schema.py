@@ -6,7 +6,8 @@ The canonical form (what every engine generates, and what MaskBench serializes):
 * object members in the order of ``properties`` (each optional one may be left out; an object
   of at most ``ANY_ORDER`` named members takes them in any order, and one of at most
   ``FEW_ORDERS`` also takes the required ones first, in the order of ``required``, then the
-  others, and where ``allOf``, ``$ref`` beside keywords or a ``oneOf``/``anyOf`` branch merged
+  others (with ``anyOf``/``oneOf`` branches that differ in ``required``, also each branch's
+  required ones first), and where ``allOf``, ``$ref`` beside keywords or a ``oneOf``/``anyOf`` branch merged
   two lists of properties, the merged part's members first; none of these with ``any_order=0``,
   which ``Grammar.from_json_schema`` asks for where those orders are not LALR(1)), then the
   members the schema does not name (when additional properties are allowed), in any order;
@@ -55,6 +56,7 @@ EMPTY_PASSES = 4  # walks of a schema, each knowing the sets of lexemes the ones
 FEW_ORDERS = 24  # objects of up to this many named members also take a few other orders (order_rules)
 MAX_ORDERS = 4  # the orders one object takes at most
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
+EXACTLY_ONE = "$greatgramma:exactlyOne"  # internal: beside REQUIRED_ANY_OF, from a oneOf: exactly one set is all present
 ORDERS = "$greatgramma:orders"  # internal: other member orders a merge gives (lists of names; see _merge)
 NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
 PATTERNS = "$greatgramma:patterns"  # internal: more patterns a string must hold (allOf of several `pattern`)
@@ -433,10 +435,17 @@ class _Walker:
         required = list(dict.fromkeys(schema.get("required", [])))
         # anyOf over objects that differ only in `required` (see union): one of these sets of names
         branch_required = [list(dict.fromkeys([*required, *r])) for r in schema.get(REQUIRED_ANY_OF, [[]])]
-        required = [n for n in branch_required[0] if all(n in r for r in branch_required)]  # in every branch
-        some_required = list(dict.fromkeys(n for r in branch_required for n in r))
         extra = schema.get("additionalProperties", True if self.allow_additional else False)
         patterns = self.pattern_regions(schema.get("patternProperties", {}), ptr)
+        if len(branch_required) > 1:  # a branch that requires a name no member can have never holds
+            def can_have(n: str) -> bool:
+                return props[n] is not False if n in props else extra is not False or any(p[0].fullmatch(n) for p in patterns)
+            kept = [r for r in branch_required if all(map(can_have, r))]
+            if not kept:
+                raise empty_language(ptr)
+            branch_required = kept
+        required = [n for n in branch_required[0] if all(n in r for r in branch_required)]  # in every branch
+        some_required = list(dict.fromkeys(n for r in branch_required for n in r))
         for name in list(props):  # a declared name that a pattern matches takes both schemas
             props[name] = self.with_patterns(props[name], name, patterns, ptr)
         for name in some_required:
@@ -491,15 +500,17 @@ class _Walker:
             raise SchemaError(ptr, "minProperties", "only minProperties up to the number of required properties (or 1) is supported")
         if hi is not None and (addl is not None or hi < len(members)):
             raise SchemaError(ptr, "maxProperties", "only maxProperties that the properties already imply is supported")
-        allow_empty = n_req == 0 and lo == 0
+        exactly_one = schema.get(EXACTLY_ONE, False)
+        allow_empty = lo == 0 and (sum(not b for b in branches) == 1 if exactly_one else n_req == 0)
         if 2 <= len(members) <= self.any_order:
-            return self.any_order_rules(members, addl, allow_empty, branches)
-        if self.any_order and len(branches) == 1 and len(members) <= FEW_ORDERS:
-            heads = [[], required, *schema.get(ORDERS, [])]  # properties; required first; each side of a merge first
+            return self.any_order_rules(members, addl, allow_empty, branches, exactly_one)
+        if self.any_order and len(members) <= FEW_ORDERS:
+            # properties; required first; each side of a merge first; each branch's required first
+            heads = [[], required, *schema.get(ORDERS, []), *(branch_required if len(branch_required) > 1 else [])]
             orders = _completed([[index[n] for n in h if n in index] for h in heads], list(range(len(members))))[:MAX_ORDERS]
             if len(orders) > 1:
-                return self.order_rules(members, addl, allow_empty, orders)
-        return self.object_rules(members, addl, allow_empty, branches=branches)
+                return self.order_rules(members, addl, allow_empty, orders, branches, exactly_one)
+        return self.object_rules(members, addl, allow_empty, branches=branches, exactly_one=exactly_one)
 
     def keys(self, language: str | None, declared: frozenset, nested: frozenset, ptr: str) -> str | None:
         """The rule of the keys of a pattern region (None: additionalProperties): its strings less
@@ -583,7 +594,7 @@ class _Walker:
             return deepest[2]
         return self.merge(self.deref(sub, ptr), self.deref(deepest[2], ptr), f"{ptr}/properties/{_escape(name)}")
 
-    def object_rules(self, members, addl, allow_empty: bool, branches=None) -> str:
+    def object_rules(self, members, addl, allow_empty: bool, branches=None, exactly_one: bool = False) -> str:
         """``{`` members in order ``}``, each optional one may be left out, then the additional ones.
 
         ``after(i, A)``: the members from i on when the next one written is i or later (no comma
@@ -596,14 +607,18 @@ class _Walker:
         optional members (3.2 s for 100 of them). A run of required members is written inline.
 
         ``branches``: sets of member indices, one of which must all be present (an anyOf of
-        ``required``; default: the members marked required); A is the set of branches no skipped
-        member has ruled out, and a member is required where every branch in A requires it."""
+        ``required``; default: the members marked required), or exactly one (``exactly_one``: a
+        oneOf); A is the set of branches no skipped member has ruled out (at the end, those all
+        present), and a member is required where every branch in A requires it. With
+        ``exactly_one``, only the places from which some choice of the members left ends with one
+        branch in A have rules (``rest`` and ``after`` give None for the others)."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
         if branches is None:
             branches = [frozenset(i for i, (_, req) in enumerate(members) if req)]
-        branches = list(dict.fromkeys(branches))
+        if not exactly_one:
+            branches = list(dict.fromkeys(branches))
         everyone = frozenset(range(len(branches)))
         tail = f"({comma} {addl})*" if addl else ""
         afters: dict = {}
@@ -615,10 +630,21 @@ class _Walker:
         def must(i: int, a: frozenset) -> bool:
             return all(i in branches[b] for b in a)
 
+        def may_end(i: int, a: frozenset) -> bool:
+            """Whether the object may end before member i (the rest left out)."""
+            left = alive(a, range(i, n))
+            return len(left) == 1 if exactly_one else bool(left)
+
+        def open_(i: int, a: frozenset) -> bool:
+            """Whether, from member i on, some choice of members ends with one branch left (b
+            stays where every other one misses a member b does not have)."""
+            later = set(range(i, n))
+            return not exactly_one or any(all((branches[c] & later) - branches[b] for c in a if c != b) for b in a)
+
         def after(i: int, a: frozenset) -> str | None:
             if (i, a) not in afters:
                 if i == n:
-                    afters[(i, a)] = f"{addl} {tail}" if addl else None
+                    afters[(i, a)] = f"{addl} {tail}" if addl and may_end(n, a) else None
                 else:
                     alts = []
                     for j in range(i, min(n, i + SKIP_BLOCK)):
@@ -626,7 +652,9 @@ class _Walker:
                         if not aj:
                             break
                         text, _ = members[j]
-                        alts.append(f"{text} {rest(j + 1, aj)}".strip())
+                        nxt = rest(j + 1, aj)
+                        if nxt is not None:
+                            alts.append(f"{text} {nxt}".strip())
                         if must(j, aj):
                             break
                     else:
@@ -636,21 +664,26 @@ class _Walker:
                     afters[(i, a)] = (self.rule(alts) if len(alts) > 1 else alts[0]) if alts else None
             return afters[(i, a)]
 
-        def rest(i: int, a: frozenset) -> str:
-            """As one symbol (or nothing), so that the rules of ``after`` do not copy runs."""
+        def rest(i: int, a: frozenset) -> str | None:
+            """As one symbol (or nothing), so that the rules of ``after`` do not copy runs; None
+            where no member written from here on ends the object right."""
             if i == n:
-                return tail
+                return tail if may_end(n, a) else None
             if (i, a) not in rests:
                 text, _ = members[i]
-                if must(i, a):
-                    seq = f"{comma} {text} {rest(i + 1, a)}".strip()
+                seq = None
+                if not open_(i, a):
+                    pass
+                elif must(i, a):
+                    inner = rest(i + 1, a)
+                    seq = None if inner is None else f"{comma} {text} {inner}".strip()
                 else:
                     nxt = after(i, a)
                     seq = f"{comma} {nxt}" if nxt is not None else None
                 alts = [seq] if seq is not None else []
-                if alive(a, range(i, n)):
+                if may_end(i, a):
                     alts.append("")  # the object may end here
-                rests[(i, a)] = self.rule(alts) if alts != [""] else ""
+                rests[(i, a)] = (self.rule(alts) if alts != [""] else "") if alts else None
             return rests[(i, a)]
 
         out = []
@@ -661,7 +694,7 @@ class _Walker:
             out.append(t.empty("object"))
         return " | ".join(out) if out else ""
 
-    def any_order_rules(self, members, addl, allow_empty: bool, branches) -> str:
+    def any_order_rules(self, members, addl, allow_empty: bool, branches, exactly_one: bool = False) -> str:
         """``{`` the named members in any order, each at most once, then the additional ones ``}``:
         one rule per set S of members written, ``rest(S)``: a comma and a member not in S, or
         (once some set in ``branches`` lies in S) the additional members or the end. 2**n rules,
@@ -674,50 +707,64 @@ class _Walker:
         tail = f"({comma} {addl})*" if addl else ""
         rests: dict[frozenset, str] = {}
 
-        def complete(written: frozenset) -> bool:
-            return any(b <= written for b in branches)
+        def complete(written: frozenset) -> bool:  # (exactly_one: a oneOf, one set all present)
+            held = sum(b <= written for b in branches)
+            return held == 1 if exactly_one else held > 0
+
+        def open_(written: frozenset) -> bool:  # some members added make it complete
+            return not exactly_one or any(complete(written | b) for b in branches)
 
         def rest(written: frozenset) -> str:
             if written not in rests:
-                alts = [f"{comma} {members[j][0]} {rest(written | {j})}".strip() for j in range(n) if j not in written]
+                alts = [f"{comma} {members[j][0]} {rest(written | {j})}".strip() for j in range(n)
+                        if j not in written and open_(written | {j})]
                 if complete(written):
                     alts += [f"{comma} {addl} {tail}"] if addl else []
                     alts.append("")  # the object may end here
                 rests[written] = self.rule(alts) if alts != [""] else ""
             return rests[written]
 
-        body = [f"{members[j][0]} {rest(frozenset([j]))}".strip() for j in range(n)]
+        body = [f"{members[j][0]} {rest(frozenset([j]))}".strip() for j in range(n) if open_(frozenset([j]))]
         if addl and complete(frozenset()):
             body.append(f"{addl} {tail}")
-        out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"]
+        out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"] if body else []
         if allow_empty:
             out.append(t.empty("object"))
         return " | ".join(out)
 
-    def order_rules(self, members, addl, allow_empty: bool, orders: list[list[int]]) -> str:
+    def order_rules(self, members, addl, allow_empty: bool, orders: list[list[int]], branches: list[frozenset],
+                    exactly_one: bool = False) -> str:
         """``{`` the named members in one of ``orders`` (the first is that of ``properties``),
         each optional one may be left out, then the additional ones ``}``. One rule per state of
-        the automaton that reads members in every order at once (a place in each, or None where
-        the order was broken), so each alternative after a comma begins with its own key terminal
-        and LALR(1) stays exact."""
+        the automaton that reads members in every order at once (a place in each and the branches
+        its skipped members leave, as ``object_rules`` keeps them, or None where the order was
+        broken), so each alternative after a comma begins with its own key terminal and LALR(1)
+        stays exact."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
         tail = f"({comma} {addl})*" if addl else ""
         place = [{m: j for j, m in enumerate(order)} for order in orders]
-        required = [req for _, req in members]
 
-        def step(k: int, at: int | None, m: int) -> int | None:
+        def left(a: frozenset, skipped) -> frozenset:
+            return frozenset(b for b in a if not (branches[b] & set(skipped)))
+
+        def open_(later: set, a: frozenset) -> bool:  # (as object_rules)
+            return bool(a) and (not exactly_one or any(all((branches[c] & later) - branches[b] for c in a if c != b) for b in a))
+
+        def step(k: int, at: tuple | None, m: int) -> tuple | None:
             """Where order k is after member m is written at place ``at`` (None: broken)."""
             if at is None:
                 return None
             j = place[k][m]
-            if j < at or any(required[orders[k][i]] for i in range(at, j)):
+            a = left(at[1], orders[k][at[0]:j])
+            if j < at[0] or not open_(set(orders[k][j + 1:]), a):
                 return None
-            return j + 1
+            return j + 1, a
 
         def done(state: tuple) -> bool:
-            return any(at is not None and not any(required[m] for m in orders[k][at:]) for k, at in enumerate(state))
+            ends = [left(at[1], orders[k][at[0]:]) for k, at in enumerate(state) if at is not None]
+            return any(len(a) == 1 if exactly_one else a for a in ends)
 
         def moves(state: tuple) -> list[tuple[int, tuple]]:
             out = []
@@ -738,7 +785,7 @@ class _Walker:
                 rests[state] = self.rule(alts) if alts != [""] else ""
             return rests[state]
 
-        start = (0,) * len(orders)
+        start = ((0, frozenset(range(len(branches)))),) * len(orders)
         body = [f"{members[m][0]} {rest(nxt)}".strip() for m, nxt in moves(start)]
         if addl and done(start):
             body.append(f"{addl} {tail}")
@@ -796,9 +843,15 @@ class _Walker:
             sub = self.deref(sub, f"{ptr}/{kw}/{i}")
             sub = _checked_keywords(sub, f"{ptr}/{kw}/{i}") if isinstance(sub, dict) else sub
             merged = self.merge(siblings, sub, f"{ptr}/{kw}/{i}") if siblings else sub
-            if not any(_json_eq(merged, b) for b, _ in branches):
+            if kw == "oneOf" or not any(_json_eq(merged, b) for b, _ in branches):  # (a oneOf counts equal ones)
                 branches.append((merged, f"{ptr}/{kw}/{i}"))
         if kw == "oneOf" and len(branches) > 1:
+            merged = _required_any_of([b for b, _ in branches])
+            if merged is not None:  # objects that differ only in `required`: exactly one set is all present
+                types = merged.get("type", "object")
+                if "object" not in (types if isinstance(types, list) else [types]):
+                    raise empty_language(ptr)  # (every branch holds for the same values, or none: never just one)
+                return self.alternatives({**merged, "type": "object", EXACTLY_ONE: True}, ptr)
             kinds = [_types_of(b) for b, _ in branches]
             for i in range(len(kinds)):
                 for j in range(i + 1, len(kinds)):
