@@ -635,12 +635,6 @@ class _Walker:
             left = alive(a, range(i, n))
             return len(left) == 1 if exactly_one else bool(left)
 
-        def open_(i: int, a: frozenset) -> bool:
-            """Whether, from member i on, some choice of members ends with one branch left (b
-            stays where every other one misses a member b does not have)."""
-            later = set(range(i, n))
-            return not exactly_one or any(all((branches[c] & later) - branches[b] for c in a if c != b) for b in a)
-
         def after(i: int, a: frozenset) -> str | None:
             if (i, a) not in afters:
                 if i == n:
@@ -672,14 +666,13 @@ class _Walker:
             if (i, a) not in rests:
                 text, _ = members[i]
                 seq = None
-                if not open_(i, a):
-                    pass
-                elif must(i, a):
-                    inner = rest(i + 1, a)
-                    seq = None if inner is None else f"{comma} {text} {inner}".strip()
-                else:
-                    nxt = after(i, a)
-                    seq = f"{comma} {nxt}" if nxt is not None else None
+                if not exactly_one or _one_may_remain(branches, a, range(i, n)):
+                    if must(i, a):
+                        inner = rest(i + 1, a)
+                        seq = None if inner is None else f"{comma} {text} {inner}".strip()
+                    else:
+                        nxt = after(i, a)
+                        seq = f"{comma} {nxt}" if nxt is not None else None
                 alts = [seq] if seq is not None else []
                 if may_end(i, a):
                     alts.append("")  # the object may end here
@@ -711,20 +704,20 @@ class _Walker:
             held = sum(b <= written for b in branches)
             return held == 1 if exactly_one else held > 0
 
-        def open_(written: frozenset) -> bool:  # some members added make it complete
+        def may_complete(written: frozenset) -> bool:  # some members added make it complete
             return not exactly_one or any(complete(written | b) for b in branches)
 
         def rest(written: frozenset) -> str:
             if written not in rests:
                 alts = [f"{comma} {members[j][0]} {rest(written | {j})}".strip() for j in range(n)
-                        if j not in written and open_(written | {j})]
+                        if j not in written and may_complete(written | {j})]
                 if complete(written):
                     alts += [f"{comma} {addl} {tail}"] if addl else []
                     alts.append("")  # the object may end here
                 rests[written] = self.rule(alts) if alts != [""] else ""
             return rests[written]
 
-        body = [f"{members[j][0]} {rest(frozenset([j]))}".strip() for j in range(n) if open_(frozenset([j]))]
+        body = [f"{members[j][0]} {rest(frozenset([j]))}".strip() for j in range(n) if may_complete(frozenset([j]))]
         if addl and complete(frozenset()):
             body.append(f"{addl} {tail}")
         out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"] if body else []
@@ -749,16 +742,13 @@ class _Walker:
         def left(a: frozenset, skipped) -> frozenset:
             return frozenset(b for b in a if not (branches[b] & set(skipped)))
 
-        def open_(later: set, a: frozenset) -> bool:  # (as object_rules)
-            return bool(a) and (not exactly_one or any(all((branches[c] & later) - branches[b] for c in a if c != b) for b in a))
-
         def step(k: int, at: tuple | None, m: int) -> tuple | None:
             """Where order k is after member m is written at place ``at`` (None: broken)."""
             if at is None:
                 return None
             j = place[k][m]
             a = left(at[1], orders[k][at[0]:j])
-            if j < at[0] or not open_(set(orders[k][j + 1:]), a):
+            if j < at[0] or not a or (exactly_one and not _one_may_remain(branches, a, orders[k][j + 1:])):
                 return None
             return j + 1, a
 
@@ -1057,6 +1047,14 @@ def _reachable(rules: list[str]) -> set[str]:
                 seen.add(sym)
                 stack.append(sym)
     return seen
+
+
+def _one_may_remain(branches: list[frozenset], alive: frozenset, later) -> bool:
+    """Whether leaving out some of the members ``later`` leaves exactly one of the branches
+    ``alive`` with all its members present: one b such that every other branch has a member
+    among ``later`` that b does not."""
+    later = set(later)
+    return any(all((branches[c] & later) - branches[b] for c in alive if c != b) for b in alive)
 
 
 def _required_any_of(branches: list):
