@@ -504,6 +504,22 @@ def test_one_of_takes_each_branchs_required_members_first() -> None:
 
 
 @pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "^b"}, {"type": "integer"}]},
+    {"oneOf": [{"pattern": "^a"}, {"type": "string", "pattern": "^b"}]},  # only strings could be both
+    {"oneOf": [{"enum": ["a", "bc", 3]}, {"type": "string", "pattern": "^b[0-9]"}]},
+    {"oneOf": [{"type": "object", "properties": {"k": {"enum": ["a", "c"]}, "v": {"type": "integer"}}, "required": ["k"]},
+               {"type": "object", "properties": {"k": {"type": "string", "pattern": "^b"}}, "required": ["k"]}]},
+])
+def test_one_of_told_apart_by_string_languages(schema) -> None:
+    """oneOf alternatives whose common instances could only be strings, and whose patterns (or a
+    pattern and the other's constants) no string satisfies both of."""
+    check(schema, ["a", "a1", "ab", "b", "b1", "bc", "bb", "c", "", 3, 4, None, [], {}, {"k": "a"}, {"k": "a", "v": 1},
+                   {"k": "b2"}, {"k": "b2", "v": "x"}, {"k": "c"}, {"k": 1}, {"v": 1}])
+
+
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b"}]},  # "ab" is both
+    {"oneOf": [{"pattern": "^a"}, {"pattern": "^b"}]},  # numbers are both
     {"type": "object", "properties": {"a": {}}, "oneOf": [{"required": ["a"]}, {"required": ["a"]}]},
     {"type": "object", "required": ["a", "b"], "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
     {"oneOf": [{"type": "object", "title": "x"}, {"type": "object", "title": "y"}]},  # equal but for annotations

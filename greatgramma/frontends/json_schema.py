@@ -1121,7 +1121,30 @@ def _disjoint_constants(a, b) -> bool:
             pa, pb = a.get("properties", {}).get(name), b.get("properties", {}).get(name)
             if _disjoint_constants(pa, pb):
                 return True
+        return _disjoint_strings(a, b)
     return False
+
+
+def _disjoint_strings(a: dict, b: dict) -> bool:
+    """Two schemas whose common instances could only be strings, and no string is both: the
+    constants of one all miss the other's ``pattern``, or the two patterns' languages (ECMA
+    searches) are disjoint."""
+    import re
+
+    from .relations import relation
+
+    if not _types_of(a) & _types_of(b) <= {"string"}:
+        return False
+    langs = []
+    for x in (a, b):
+        try:
+            langs.append(rx.raw_regex(rx.parse_ecma(x["pattern"])) if isinstance(x.get("pattern"), str) else None)
+        except rx.RegexError:
+            langs.append(None)
+    for values, lang in ((_constants(a), langs[1]), (_constants(b), langs[0])):
+        if values is not None and lang is not None and not any(isinstance(v, str) and re.fullmatch(lang, v) for v in values):
+            return True
+    return None not in langs and relation(*langs) == "disjoint"
 
 
 def _json_eq(a: Any, b: Any) -> bool:
