@@ -238,9 +238,8 @@ class SubtreeWalks:
             origin, done = walked.origin, self._specialise(walked, None) if plain else walked
         bounds = np.searchsorted(origin, np.arange(len(pairs) + 1)).tolist()
         if plain:
-            (strings, first, rest), keep = done, self._subtrees.put  # (as _keep, inlined: a walk per pair)
-            per = strings.itemsize + first.itemsize + rest.itemsize
-            walks = {pair: keep(pair, Walk(strings[i:j], first[i:j], rest[i:j]), per * (j - i) + 200)
+            strings, first, rest = done
+            walks = {pair: self._keep(pair, Walk(strings[i:j], first[i:j], rest[i:j]))
                      for pair, i, j in zip(pairs, bounds[:-1], bounds[1:])}
             with self._lock:
                 self._walked += len(pairs)

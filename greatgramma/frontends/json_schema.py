@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 from decimal import Decimal
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -476,13 +477,14 @@ class _Walker:
         taken = set()  # the patterns (None: additionalProperties) whose keys may appear
         for regex, term, sub, sub_ptr, _depth, nested in patterns:
             v = self.member_value(sub, sub_ptr)
-            keys = self.keys(term, declared, nested, sub_ptr)
+            keys = _unless_empty(lambda: t.strings(term, declared, nested, ptr=sub_ptr))
             if v is not None and keys is not None:
                 extras.append(f"{keys} {t.punct('COLON')} {v}")
                 taken.add(regex)
         if extra is not False and all(p[1] is not None for p in patterns):  # (a pattern that takes every key leaves none)
             v = self.member_value(extra, ptr + "/additionalProperties")
-            keys = self.keys(None, declared, frozenset(p[1] for p in patterns), ptr + "/additionalProperties")
+            in_patterns = frozenset(p[1] for p in patterns)
+            keys = _unless_empty(lambda: t.strings(None, declared, in_patterns, ptr=ptr + "/additionalProperties"))
             if v is not None and keys is not None:
                 extras.append(f"{keys} {t.punct('COLON')} {v}")
                 taken.add(None)
@@ -512,26 +514,9 @@ class _Walker:
                 return self.order_rules(members, addl, allow_empty, orders, branches, exactly_one)
         return self.object_rules(members, addl, allow_empty, branches=branches, exactly_one=exactly_one)
 
-    def keys(self, language: str | None, declared: frozenset, nested: frozenset, ptr: str) -> str | None:
-        """The rule of the keys of a pattern region (None: additionalProperties): its strings less
-        the declared names and the nested regions' keys; None where no key is left."""
-        try:
-            return self.terms.strings(language, declared, nested, ptr=ptr)
-        except SchemaError as exc:
-            if exc.empty:
-                return None
-            raise
-
     def member_value(self, sub, ptr: str) -> str | None:
         """The value rule of a member that may be left out (None: no value is valid, so it never appears)."""
-        if sub is False:
-            return None
-        try:
-            return self.value(sub, ptr)
-        except SchemaError as exc:
-            if exc.empty:
-                return None
-            raise
+        return None if sub is False else _unless_empty(lambda: self.value(sub, ptr))
 
     def pattern_regions(self, pattern_props, ptr: str) -> list:
         """``patternProperties`` as (compiled regex, key terminal, value schema, pointer, number of
@@ -625,15 +610,14 @@ class _Walker:
         rests: dict = {}
 
         def alive(a: frozenset, skipped) -> frozenset:
-            return frozenset(b for b in a if not (branches[b] & set(skipped)))
+            return _left(branches, a, skipped)
 
         def must(i: int, a: frozenset) -> bool:
             return all(i in branches[b] for b in a)
 
         def may_end(i: int, a: frozenset) -> bool:
             """Whether the object may end before member i (the rest left out)."""
-            left = alive(a, range(i, n))
-            return len(left) == 1 if exactly_one else bool(left)
+            return _ends_right(alive(a, range(i, n)), exactly_one)
 
         def after(i: int, a: frozenset) -> str | None:
             if (i, a) not in afters:
@@ -701,8 +685,7 @@ class _Walker:
         rests: dict[frozenset, str] = {}
 
         def complete(written: frozenset) -> bool:  # (exactly_one: a oneOf, one set all present)
-            held = sum(b <= written for b in branches)
-            return held == 1 if exactly_one else held > 0
+            return _ends_right(frozenset(i for i, b in enumerate(branches) if b <= written), exactly_one)
 
         def may_complete(written: frozenset) -> bool:  # some members added make it complete
             return not exactly_one or any(complete(written | b) for b in branches)
@@ -739,22 +722,19 @@ class _Walker:
         tail = f"({comma} {addl})*" if addl else ""
         place = [{m: j for j, m in enumerate(order)} for order in orders]
 
-        def left(a: frozenset, skipped) -> frozenset:
-            return frozenset(b for b in a if not (branches[b] & set(skipped)))
-
         def step(k: int, at: tuple | None, m: int) -> tuple | None:
             """Where order k is after member m is written at place ``at`` (None: broken)."""
-            if at is None:
+            if at is None or place[k][m] < at[0]:
                 return None
             j = place[k][m]
-            a = left(at[1], orders[k][at[0]:j])
-            if j < at[0] or not a or (exactly_one and not _one_may_remain(branches, a, orders[k][j + 1:])):
+            a = _left(branches, at[1], orders[k][at[0]:j])
+            if not a or (exactly_one and not _one_may_remain(branches, a, orders[k][j + 1:])):
                 return None
             return j + 1, a
 
         def done(state: tuple) -> bool:
-            ends = [left(at[1], orders[k][at[0]:]) for k, at in enumerate(state) if at is not None]
-            return any(len(a) == 1 if exactly_one else a for a in ends)
+            return any(_ends_right(_left(branches, at[1], orders[k][at[0]:]), exactly_one)
+                       for k, at in enumerate(state) if at is not None)
 
         def moves(state: tuple) -> list[tuple[int, tuple]]:
             out = []
@@ -1047,6 +1027,28 @@ def _reachable(rules: list[str]) -> set[str]:
                 seen.add(sym)
                 stack.append(sym)
     return seen
+
+
+def _unless_empty(make: Callable[[], str]) -> str | None:
+    """``make()``, or None where it finds no instance valid (the caller may leave the part out)."""
+    try:
+        return make()
+    except SchemaError as exc:
+        if exc.empty:
+            return None
+        raise
+
+
+def _left(branches: list[frozenset], alive: frozenset, skipped) -> frozenset:
+    """The branches of ``alive`` that require none of the members ``skipped``."""
+    skipped = set(skipped)
+    return frozenset(b for b in alive if not branches[b] & skipped)
+
+
+def _ends_right(alive: frozenset, exactly_one: bool) -> bool:
+    """Whether an object whose members leave these branches all present is valid: one of them
+    (a oneOf: exactly one)."""
+    return len(alive) == 1 if exactly_one else bool(alive)
 
 
 def _one_may_remain(branches: list[frozenset], alive: frozenset, later) -> bool:

@@ -43,16 +43,14 @@ ANY_VALUE = rx.raw_regex(("rep", rx.ANY_CHAR, 0, None))  # every string value
 class SchemaError(GrammarError):
     """A schema that cannot be compiled exactly, or is not a valid schema; names the keyword and its JSON pointer."""
 
-    def __init__(self, pointer: str, keyword: str, message: str):
+    def __init__(self, pointer: str, keyword: str, message: str, empty: bool = False):
         super().__init__(f"{pointer}/{keyword}: {message}" if keyword else f"{pointer}: {message}", kind="schema")
         self.pointer, self.keyword = pointer, keyword
-        self.empty = False  # no instance is valid at the pointer (where the schema allows leaving it out, it is)
+        self.empty = empty  # no instance is valid at the pointer (where the schema allows leaving it out, it is)
 
 
 def empty_language(pointer: str) -> SchemaError:
-    err = SchemaError(pointer, "", "no instance is valid here (an empty language)")
-    err.empty = True
-    return err
+    return SchemaError(pointer, "", "no instance is valid here (an empty language)", empty=True)
 
 
 @dataclass
@@ -196,8 +194,8 @@ class Terminals:
                 terms.append(f"{name}.{depth[name]}: /{regex}/")
         if self.string_requests and "STRING" not in self.shadowed:
             terms.append(f"STRING: /{STRING_RE}/")
-        for key, rule in self.string_requests.items():
-            emit(rule, self._string_members(*key[:2], strings, key[2]), ("str", key))
+        for (language, exclude, minus), rule in self.string_requests.items():
+            emit(rule, self._string_members(language, exclude, strings, minus), ("str", (language, exclude, minus)))
         atoms = self._int_atoms()
         if "FRACTION" in self.used or self.int_requests:
             for (lo, hi), name in atoms.items():
