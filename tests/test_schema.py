@@ -503,6 +503,73 @@ def test_one_of_takes_each_branchs_required_members_first() -> None:
                    {"path": 1, "agg": 1, "start": 1, "tags": 1}])
 
 
+DEPENDENCIES = [  # (the keyword and its value, the object's required members)
+    ({"dependencies": {"a": ["b"]}}, []),
+    ({"dependentRequired": {"a": ["b", "c"], "d": ["a"]}}, []),
+    ({"dependencies": {"b": ["a"], "c": {"required": ["a", "d"]}}}, ["c"]),
+    ({"dependentSchemas": {"a": {"properties": {"b": False}}, "c": {"properties": {"d": {"not": {}}}, "required": ["e"]}}}, []),
+    ({"dependentSchemas": {"a": {"properties": {"b": False}}}, "dependentRequired": {"b": ["d"]}}, ["e"]),
+    ({"dependentRequired": {"a": ["e"], "b": ["e"], "c": ["e"], "d": ["a", "e"], "e": []}}, []),  # 2 ways of 16
+    ({"dependencies": {"a": False, "b": ["c"], "x1": ["a"]}}, []),  # x1 is not named: an extra member, tracked by name
+]
+
+
+@pytest.mark.parametrize("k", range(len(DEPENDENCIES)))
+@pytest.mark.parametrize("names", ["abcde", "abcdefg", "abcdefghijklmnopqrstuvwxyz"])  # any order, few orders, one order
+@pytest.mark.parametrize("extra", [True, False])
+def test_dependencies_agree_with_jsonschema(k, names, extra) -> None:
+    """``dependencies`` / ``dependentRequired`` / ``dependentSchemas`` (names required or forbidden
+    when a member is present; each read in every draft): every subset of the members (of 26,
+    those the dependencies name and two others), in ``properties`` order (members a schema does not name follow the named ones), with and without an extra
+    member, against jsonschema; on the three object paths."""
+    import itertools
+
+    keyword, required = DEPENDENCIES[k]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "required": required,
+              "additionalProperties": extra, **keyword}
+    if "dependencies" in keyword:  # (a keyword up to draft 7, read in every draft: jsonschema's 2020-12 ignores it)
+        schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+    m = masker_for(json.dumps(schema))
+    seen = [0, 0]
+    some = names if len(names) <= 7 else "abcdekz"  # (of 26: those the dependencies name, and two others)
+    for size in range(len(some) + 1):
+        for subset in itertools.combinations(some, size):
+            for tail in ([], [("x1", 1)], [("x2", 1)]):
+                inst = dict([(n, 1) for n in subset] + tail)
+                expected = oracle(schema, inst)
+                seen[expected] += 1
+                assert accepts(m, json.dumps(inst)) == expected, inst
+    assert all(seen), seen  # valid and invalid instances both
+
+
+def test_dependencies_with_a_real_tokenizer(llama3) -> None:
+    """Billing details that need each other, walked in Llama-3's tokens (pretty-printed, as
+    MaskBench writes instances): members in ``properties`` order with the dependent ones present,
+    missing, and forbidden."""
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+              "properties": {"name": {"type": "string"}, "credit_card": {"type": "string"}, "billing_address": {"type": "string"},
+                             "cash": {"type": "boolean"}},
+              "required": ["name"],
+              "dependencies": {"credit_card": ["billing_address"], "cash": {"properties": {"credit_card": False}}}}
+    docs = [{"name": "Ada"}, {"name": "Ada", "credit_card": "4111", "billing_address": "1 Main St"},
+            {"name": "Ada", "credit_card": "4111"}, {"name": "Ada", "billing_address": "1 Main St", "cash": True},
+            {"name": "Ada", "credit_card": "4111", "billing_address": "1 Main St", "cash": False}, {"billing_address": "x"}]
+    check_texts(schema, [json.dumps(d, indent=2) for d in docs], real=llama3)
+
+
+@pytest.mark.parametrize("schema, kw", [
+    ({"type": "object", "dependencies": {"a": {"properties": {"b": {"type": "string"}}}}}, "dependencies"),
+    ({"type": "object", "dependentRequired": {"a": "b"}}, "dependentRequired"),
+    ({"type": "object", "dependentRequired": {n: [m] for n, m in zip("abcde", "fghij")}}, "dependentRequired"),  # 32 ways
+])
+def test_dependencies_past_what_is_supported_are_refused(schema, kw) -> None:
+    """Dependent schemas that constrain values, a malformed value, and five independent
+    dependencies (2**5 ways to meet them, past ``MAX_BRANCHES``)."""
+    with pytest.raises(SchemaError) as err:
+        gg.Grammar.from_json_schema(schema)
+    assert err.value.keyword == kw, err.value
+
+
 @pytest.mark.parametrize("schema", [
     {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "^b"}, {"type": "integer"}]},
     {"oneOf": [{"pattern": "^a"}, {"type": "string", "pattern": "^b"}]},  # only strings could be both

@@ -21,6 +21,9 @@ The canonical form (what every engine generates, and what MaskBench serializes):
   tokens), ``"compact"`` (none) or an int ``k`` (runs of at most ``k`` between two tokens, none
   before or after the document).
 
+``dependencies`` (up to draft 7) and ``dependentRequired``/``dependentSchemas`` (from 2019-09) are
+each read in every draft: a schema that uses one was written for a draft that has it.
+
 What cannot be made exact is refused with :class:`SchemaError`, naming the keyword and its JSON
 pointer; keywords this module does not know are annotations and are ignored, as validators do.
 """
@@ -40,14 +43,15 @@ from .terminals import SchemaError, Terminals, empty_language
 
 ANNOTATIONS = {"title", "description", "examples", "default", "$comment", "$schema", "$id", "id", "deprecated",
                "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "$anchor", "definitions", "$defs"}
-REFUSED = {"not", "if", "then", "else", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas",
-           "contains", "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-           "$recursiveRef"}
+REFUSED = {"not", "if", "then", "else", "propertyNames", "contains", "minContains", "maxContains", "unevaluatedProperties",
+           "unevaluatedItems", "$dynamicRef", "$recursiveRef"}
 # Keywords that constrain instances and that this module reads (the others in REFUSED are refused).
 ASSERTIONS = {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
               "additionalItems", "minItems", "maxItems", "uniqueItems", "pattern", "minLength", "maxLength", "format",
               "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minProperties",
-              "maxProperties", "anyOf", "oneOf", "allOf", "$ref", "patternProperties"}
+              "maxProperties", "anyOf", "oneOf", "allOf", "$ref", "patternProperties", "dependencies", "dependentRequired",
+              "dependentSchemas"}
+DEPENDENCIES = ("dependencies", "dependentRequired", "dependentSchemas")
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 OLD_DRAFTS = ("draft-03", "draft-04", "draft-06", "draft-07")
 MAX_REPEAT = 128
@@ -56,6 +60,7 @@ ANY_ORDER = 5  # objects of at most this many named members take them in any ord
 EMPTY_PASSES = 4  # walks of a schema, each knowing the sets of lexemes the ones before found empty
 FEW_ORDERS = 24  # objects of up to this many named members also take a few other orders (order_rules)
 MAX_ORDERS = 4  # the orders one object takes at most
+MAX_BRANCHES = 16  # ways an object's dependencies may be met (sets of members required and ruled out) its rules track
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
 EXACTLY_ONE = "$greatgramma:exactlyOne"  # internal: beside REQUIRED_ANY_OF, from a oneOf: exactly one set is all present
 ORDERS = "$greatgramma:orders"  # internal: other member orders a merge gives (lists of names; see _merge)
@@ -438,18 +443,22 @@ class _Walker:
         branch_required = [list(dict.fromkeys([*required, *r])) for r in schema.get(REQUIRED_ANY_OF, [[]])]
         extra = schema.get("additionalProperties", True if self.allow_additional else False)
         patterns = self.pattern_regions(schema.get("patternProperties", {}), ptr)
+
+        def can_have(n: str) -> bool:
+            return props[n] is not False if n in props else extra is not False or any(p[0].fullmatch(n) for p in patterns)
+
+        deps = self.dependencies(schema, ptr)
         if len(branch_required) > 1:  # a branch that requires a name no member can have never holds
-            def can_have(n: str) -> bool:
-                return props[n] is not False if n in props else extra is not False or any(p[0].fullmatch(n) for p in patterns)
             kept = [r for r in branch_required if all(map(can_have, r))]
             if not kept:
                 raise empty_language(ptr)
             branch_required = kept
         required = [n for n in branch_required[0] if all(n in r for r in branch_required)]  # in every branch
         some_required = list(dict.fromkeys(n for r in branch_required for n in r))
+        named = list(dict.fromkeys([*some_required, *(n for name, req, forbid in deps for n in (name, *req, *forbid) if can_have(n))]))
         for name in list(props):  # a declared name that a pattern matches takes both schemas
             props[name] = self.with_patterns(props[name], name, patterns, ptr)
-        for name in some_required:
+        for name in named:  # (a dependency's names too: named members, so that their presence is tracked)
             if name not in props:
                 if extra is False and not any(p[0].fullmatch(name) for p in patterns):
                     raise SchemaError(ptr, "required", f"{name!r} is required but additional properties are not allowed")
@@ -496,23 +505,63 @@ class _Walker:
                 self.lexed_apart.append((f"{ptr}/properties/{_escape(name)}", t.literal(name)))
         addl = (extras[0] if len(extras) == 1 else self.rule(extras)) if extras else None
         branches = [frozenset(index[n] for n in r) for r in branch_required]
+        exactly_one = schema.get(EXACTLY_ONE, False)
+        keyword = next((kw for kw in DEPENDENCIES if kw in schema), "dependencies")
+        branches, forbids = _with_dependencies(branches, deps, index, exactly_one, ptr, keyword)
         n_req = min(len(b) for b in branches)
         lo, hi = schema.get("minProperties", 0), schema.get("maxProperties")
         if lo > max(n_req, 1):
             raise SchemaError(ptr, "minProperties", "only minProperties up to the number of required properties (or 1) is supported")
         if hi is not None and (addl is not None or hi < len(members)):
             raise SchemaError(ptr, "maxProperties", "only maxProperties that the properties already imply is supported")
-        exactly_one = schema.get(EXACTLY_ONE, False)
         allow_empty = lo == 0 and (sum(not b for b in branches) == 1 if exactly_one else n_req == 0)
         if 2 <= len(members) <= self.any_order:
-            return self.any_order_rules(members, addl, allow_empty, branches, exactly_one)
+            return self.any_order_rules(members, addl, allow_empty, branches, exactly_one, forbids)
         if self.any_order and len(members) <= FEW_ORDERS:
             # properties; required first; each side of a merge first; each branch's required first
             heads = [[], required, *schema.get(ORDERS, []), *(branch_required if len(branch_required) > 1 else [])]
             orders = _completed([[index[n] for n in h if n in index] for h in heads], list(range(len(members))))[:MAX_ORDERS]
             if len(orders) > 1:
-                return self.order_rules(members, addl, allow_empty, orders, branches, exactly_one)
-        return self.object_rules(members, addl, allow_empty, branches=branches, exactly_one=exactly_one)
+                return self.order_rules(members, addl, allow_empty, orders, branches, exactly_one, forbids)
+        return self.object_rules(members, addl, allow_empty, branches=branches, exactly_one=exactly_one, forbids=forbids)
+
+    def dependencies(self, schema, ptr: str) -> list[tuple[str, list[str], list[str]]]:
+        """``dependencies``, ``dependentRequired`` and ``dependentSchemas`` as (name, the names
+        required when it is present, the names forbidden then). A dependent schema may only
+        require members (``required``) or forbid them (``properties`` whose schema is false or
+        ``{"not": {}}``); annotations and ``type: object`` beside them are ignored."""
+        out = []
+        for kw in DEPENDENCIES:
+            given = schema.get(kw, {})
+            if not isinstance(given, dict):
+                raise SchemaError(ptr, kw, f"must be an object, not {_shown(given)}")
+            for name, dep in given.items():
+                at = f"{ptr}/{kw}/{_escape(name)}"
+                if isinstance(dep, list) and kw != "dependentSchemas":
+                    if not all(isinstance(n, str) for n in dep):
+                        raise SchemaError(at, kw, "the names a member depends on must be strings")
+                    out.append((name, list(dep), []))
+                    continue
+                if kw == "dependentRequired":
+                    raise SchemaError(at, kw, f"must be a list of names, not {_shown(dep)}")
+                dep = self.deref(dep, at)
+                if dep is True or dep == {}:
+                    continue
+                if dep is False:
+                    out.append((name, [], [name]))
+                    continue
+                if not isinstance(dep, dict):
+                    raise SchemaError(at, kw, f"a dependency is a list of names or a schema, not {_shown(dep)}")
+                props = dep.get("properties", {})
+                forbid = [n for n, sub in props.items() if sub is False or _json_eq(sub, {"not": {}})] if isinstance(props, dict) else None
+                other = {k for k in dep if k not in ANNOTATIONS and k not in ("required", "properties")}
+                if dep.get("type") == "object":
+                    other.discard("type")
+                if other or forbid is None or len(forbid) < len(props) or not isinstance(dep.get("required", []), list):
+                    raise SchemaError(at, kw, "only dependent schemas that require members (`required`) or forbid them "
+                                              "(`properties` with a false schema) are supported")
+                out.append((name, list(dep.get("required", [])), forbid))
+        return out
 
     def member_value(self, sub, ptr: str) -> str | None:
         """The value rule of a member that may be left out (None: no value is valid, so it never appears)."""
@@ -579,7 +628,7 @@ class _Walker:
             return deepest[2]
         return self.merge(self.deref(sub, ptr), self.deref(deepest[2], ptr), f"{ptr}/properties/{_escape(name)}")
 
-    def object_rules(self, members, addl, allow_empty: bool, branches=None, exactly_one: bool = False) -> str:
+    def object_rules(self, members, addl, allow_empty: bool, branches=None, exactly_one: bool = False, forbids=None) -> str:
         """``{`` members in order ``}``, each optional one may be left out, then the additional ones.
 
         ``after(i, A)``: the members from i on when the next one written is i or later (no comma
@@ -596,13 +645,14 @@ class _Walker:
         oneOf); A is the set of branches no skipped member has ruled out (at the end, those all
         present), and a member is required where every branch in A requires it. With
         ``exactly_one``, only the places from which some choice of the members left ends with one
-        branch in A have rules (``rest`` and ``after`` give None for the others)."""
+        branch in A have rules (``rest`` and ``after`` give None for the others). ``forbids``: per
+        branch, the members it rules out (from ``dependencies``); writing one leaves it out of A."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
         if branches is None:
             branches = [frozenset(i for i, (_, req) in enumerate(members) if req)]
-        if not exactly_one:
+        if not exactly_one and forbids is None:  # (with forbids, equal required sets differ in what they rule out)
             branches = list(dict.fromkeys(branches))
         everyone = frozenset(range(len(branches)))
         tail = f"({comma} {addl})*" if addl else ""
@@ -630,7 +680,8 @@ class _Walker:
                         if not aj:
                             break
                         text, _ = members[j]
-                        nxt = rest(j + 1, aj)
+                        written = _written(forbids, aj, j)
+                        nxt = rest(j + 1, written) if written else None
                         if nxt is not None:
                             alts.append(f"{text} {nxt}".strip())
                         if must(j, aj):
@@ -651,7 +702,7 @@ class _Walker:
                 text, _ = members[i]
                 seq = None
                 if not exactly_one or _one_may_remain(branches, a, range(i, n)):
-                    if must(i, a):
+                    if must(i, a):  # (no branch that requires a member rules it out)
                         inner = rest(i + 1, a)
                         seq = None if inner is None else f"{comma} {text} {inner}".strip()
                     else:
@@ -671,7 +722,7 @@ class _Walker:
             out.append(t.empty("object"))
         return " | ".join(out) if out else ""
 
-    def any_order_rules(self, members, addl, allow_empty: bool, branches, exactly_one: bool = False) -> str:
+    def any_order_rules(self, members, addl, allow_empty: bool, branches, exactly_one: bool = False, forbids=None) -> str:
         """``{`` the named members in any order, each at most once, then the additional ones ``}``:
         one rule per set S of members written, ``rest(S)``: a comma and a member not in S, or
         (once some set in ``branches`` lies in S) the additional members or the end. 2**n rules,
@@ -684,11 +735,14 @@ class _Walker:
         tail = f"({comma} {addl})*" if addl else ""
         rests: dict[frozenset, str] = {}
 
+        def alive(written: frozenset) -> frozenset:  # the branches nothing written rules out
+            return frozenset(i for i in range(len(branches)) if not (forbids and forbids[i] & written))
+
         def complete(written: frozenset) -> bool:  # (exactly_one: a oneOf, one set all present)
-            return _ends_right(frozenset(i for i, b in enumerate(branches) if b <= written), exactly_one)
+            return _ends_right(frozenset(i for i in alive(written) if branches[i] <= written), exactly_one)
 
         def may_complete(written: frozenset) -> bool:  # some members added make it complete
-            return not exactly_one or any(complete(written | b) for b in branches)
+            return any(complete(written | branches[i]) for i in alive(written)) if exactly_one else bool(alive(written))
 
         def rest(written: frozenset) -> str:
             if written not in rests:
@@ -709,7 +763,7 @@ class _Walker:
         return " | ".join(out)
 
     def order_rules(self, members, addl, allow_empty: bool, orders: list[list[int]], branches: list[frozenset],
-                    exactly_one: bool = False) -> str:
+                    exactly_one: bool = False, forbids=None) -> str:
         """``{`` the named members in one of ``orders`` (the first is that of ``properties``),
         each optional one may be left out, then the additional ones ``}``. One rule per state of
         the automaton that reads members in every order at once (a place in each and the branches
@@ -727,7 +781,7 @@ class _Walker:
             if at is None or place[k][m] < at[0]:
                 return None
             j = place[k][m]
-            a = _left(branches, at[1], orders[k][at[0]:j])
+            a = _written(forbids, _left(branches, at[1], orders[k][at[0]:j]), m)
             if not a or (exactly_one and not _one_may_remain(branches, a, orders[k][j + 1:])):
                 return None
             return j + 1, a
@@ -1043,6 +1097,40 @@ def _left(branches: list[frozenset], alive: frozenset, skipped) -> frozenset:
     """The branches of ``alive`` that require none of the members ``skipped``."""
     skipped = set(skipped)
     return frozenset(b for b in alive if not branches[b] & skipped)
+
+
+def _written(forbids: list[frozenset] | None, alive: frozenset, member: int) -> frozenset:
+    """The branches of ``alive`` that writing ``member`` leaves (``forbids``: per branch, the
+    members it rules out)."""
+    return alive if not forbids else frozenset(b for b in alive if member not in forbids[b])
+
+
+def _with_dependencies(branches: list[frozenset], deps: list, index: dict[str, int], exactly_one: bool, ptr: str,
+                       keyword: str) -> tuple[list[frozenset], list[frozenset] | None]:
+    """The required sets ``branches`` with the dependencies (name, names required then, names
+    forbidden then) met: per branch and way to meet every dependency (its name left out, or its
+    names present and absent as it says), the members required and those ruled out (None for
+    the second list where there are no dependencies). Names no member may have are never present."""
+    deps = [(name, req, forbid) for name, req, forbid in deps if name in index]  # (one never present holds)
+    if not deps:
+        return branches, None
+    if exactly_one:
+        raise SchemaError(ptr, keyword, "dependencies beside a oneOf over required members are not supported")
+    found = [(base, frozenset()) for base in branches]
+    for name, req, forbid in deps:
+        ways = [(frozenset(), frozenset([index[name]]))]  # left out
+        if all(n in index for n in req):
+            ways.append((frozenset(index[n] for n in req), frozenset(index[n] for n in forbid if n in index)))
+        met = {(need | n, out | f) for need, out in found for n, f in ways if not (need | n) & (out | f)}
+        # (a way that requires and rules out no less than another is never needed)
+        found = [w for w in met if not any(v != w and v[0] <= w[0] and v[1] <= w[1] for v in met)]
+        if len(found) > MAX_BRANCHES:
+            raise SchemaError(ptr, keyword, f"dependencies that can be met in more than {MAX_BRANCHES} ways "
+                                                   "(sets of members present and absent) are not supported")
+    if not found:
+        raise empty_language(ptr)
+    found.sort(key=lambda w: (sorted(w[0]), sorted(w[1])))  # (the same grammar text on every run)
+    return [need for need, _ in found], [out for _, out in found]
 
 
 def _ends_right(alive: frozenset, exactly_one: bool) -> bool:
