@@ -503,7 +503,7 @@ def test_one_of_takes_each_branchs_required_members_first() -> None:
                    {"path": 1, "agg": 1, "start": 1, "tags": 1}])
 
 
-DEPENDENCIES = [  # (the keyword and its value, the object's required members)
+MEMBER_CONDITIONS = [  # (the keyword and its value, the object's required members)
     ({"dependencies": {"a": ["b"]}}, []),
     ({"dependentRequired": {"a": ["b", "c"], "d": ["a"]}}, []),
     ({"dependencies": {"b": ["a"], "c": {"required": ["a", "d"]}}}, ["c"]),
@@ -511,20 +511,22 @@ DEPENDENCIES = [  # (the keyword and its value, the object's required members)
     ({"dependentSchemas": {"a": {"properties": {"b": False}}}, "dependentRequired": {"b": ["d"]}}, ["e"]),
     ({"dependentRequired": {"a": ["e"], "b": ["e"], "c": ["e"], "d": ["a", "e"], "e": []}}, []),  # 2 ways of 16
     ({"dependencies": {"a": False, "b": ["c"], "x1": ["a"]}}, []),  # x1 is not named: an extra member, tracked by name
+    ({"not": {"required": ["a", "b"]}}, []),
+    ({"not": {"anyOf": [{"required": ["a"]}, {"required": ["c", "d"]}]}, "dependencies": {"b": ["e"]}}, ["e"]),
 ]
 
 
-@pytest.mark.parametrize("k", range(len(DEPENDENCIES)))
+@pytest.mark.parametrize("k", range(len(MEMBER_CONDITIONS)))
 @pytest.mark.parametrize("names", ["abcde", "abcdefg", "abcdefghijklmnopqrstuvwxyz"])  # any order, few orders, one order
 @pytest.mark.parametrize("extra", [True, False])
-def test_dependencies_agree_with_jsonschema(k, names, extra) -> None:
+def test_member_conditions_agree_with_jsonschema(k, names, extra) -> None:
     """``dependencies`` / ``dependentRequired`` / ``dependentSchemas`` (names required or forbidden
-    when a member is present; each read in every draft): every subset of the members (of 26,
+    when a member is present; each read in every draft) and ``not`` of ``required``: every subset of the members (of 26,
     those the dependencies name and two others), in ``properties`` order (members a schema does not name follow the named ones), with and without an extra
     member, against jsonschema; on the three object paths."""
     import itertools
 
-    keyword, required = DEPENDENCIES[k]
+    keyword, required = MEMBER_CONDITIONS[k]
     schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "required": required,
               "additionalProperties": extra, **keyword}
     if "dependencies" in keyword:  # (a keyword up to draft 7, read in every draft: jsonschema's 2020-12 ignores it)
@@ -540,6 +542,9 @@ def test_dependencies_agree_with_jsonschema(k, names, extra) -> None:
                 seen[expected] += 1
                 assert accepts(m, json.dumps(inst)) == expected, inst
     assert all(seen), seen  # valid and invalid instances both
+    del schema["type"]  # (non-objects: `required` holds for them, so `not` of it does not)
+    for other in (1, "s", None, [1]):
+        assert accepts(masker_for(json.dumps(schema)), json.dumps(other)) == oracle(schema, other), other
 
 
 def test_dependencies_with_a_real_tokenizer(llama3) -> None:

@@ -60,11 +60,12 @@ ANY_ORDER = 5  # objects of at most this many named members take them in any ord
 EMPTY_PASSES = 4  # walks of a schema, each knowing the sets of lexemes the ones before found empty
 FEW_ORDERS = 24  # objects of up to this many named members also take a few other orders (order_rules)
 MAX_ORDERS = 4  # the orders one object takes at most
-MAX_BRANCHES = 16  # ways an object's dependencies may be met (sets of members required and ruled out) its rules track
+MAX_BRANCHES = 16  # ways an object's dependencies and `not`s may be met (members required and ruled out) its rules track
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
 EXACTLY_ONE = "$greatgramma:exactlyOne"  # internal: beside REQUIRED_ANY_OF, from a oneOf: exactly one set is all present
 ORDERS = "$greatgramma:orders"  # internal: other member orders a merge gives (lists of names; see _merge)
 NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
+NOT_ALL = "$greatgramma:notAll"  # internal: tuples of member names, each never all present (`not` of `required`)
 PATTERNS = "$greatgramma:patterns"  # internal: more patterns a string must hold (allOf of several `pattern`)
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
@@ -223,8 +224,9 @@ class _Walker:
     def negation(self, schema, ptr: str):
         """``not`` of a schema as a schema without ``not``, where that is exact: true/false,
         ``type`` alone (the other types; ``not integer`` is refused: it keeps the non-integral
-        numbers), and ``enum``/``const`` of strings alone (the strings but those; other types
-        unconstrained). None for the rest (refused)."""
+        numbers), ``enum``/``const`` of strings alone (the strings but those; other types
+        unconstrained), and ``required`` alone or an ``anyOf`` of them (objects without all of
+        those members; no other type, for which ``required`` holds). None for the rest (refused)."""
         schema = self.deref(schema, ptr)
         if schema is True or schema == {}:
             return False
@@ -247,6 +249,12 @@ class _Walker:
             values = [schema["const"]] if "const" in schema else schema["enum"]
             if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
                 return {NOT_STRINGS: sorted(set(values))}
+        alts = [schema] if keys == {"required"} else schema["anyOf"] if keys == {"anyOf"} and isinstance(schema["anyOf"], list) else []
+        alts = [self.deref(a, ptr) for a in alts]
+        if alts and all(isinstance(a, dict) and set(a) - ANNOTATIONS == {"required"} and isinstance(a["required"], list)
+                        and all(isinstance(n, str) for n in a["required"]) for a in alts):
+            sets = [tuple(dict.fromkeys(a["required"])) for a in alts]
+            return False if not all(sets) else {"type": "object", NOT_ALL: sets}
         return None
 
     def listed_constants(self, schema: dict, ptr: str):
@@ -447,7 +455,10 @@ class _Walker:
         def can_have(n: str) -> bool:
             return props[n] is not False if n in props else extra is not False or any(p[0].fullmatch(n) for p in patterns)
 
-        deps = self.dependencies(schema, ptr)
+        # other conditions on which members are present: each a list of ways to meet it, (names
+        # required, names ruled out): a dependency's name left out, or its names present and absent
+        conditions = [[((), (name,)), (req, forbid)] for name, req, forbid in self.dependencies(schema, ptr)]
+        conditions += [[((), (n,)) for n in names] for names in schema.get(NOT_ALL, [])]
         if len(branch_required) > 1:  # a branch that requires a name no member can have never holds
             kept = [r for r in branch_required if all(map(can_have, r))]
             if not kept:
@@ -455,10 +466,10 @@ class _Walker:
             branch_required = kept
         required = [n for n in branch_required[0] if all(n in r for r in branch_required)]  # in every branch
         some_required = list(dict.fromkeys(n for r in branch_required for n in r))
-        named = list(dict.fromkeys([*some_required, *(n for name, req, forbid in deps for n in (name, *req, *forbid) if can_have(n))]))
+        named = list(dict.fromkeys([*some_required, *(n for ways in conditions for way in ways for n in (*way[0], *way[1]) if can_have(n))]))
         for name in list(props):  # a declared name that a pattern matches takes both schemas
             props[name] = self.with_patterns(props[name], name, patterns, ptr)
-        for name in named:  # (a dependency's names too: named members, so that their presence is tracked)
+        for name in named:  # (the conditions' names too: named members, so that their presence is tracked)
             if name not in props:
                 if extra is False and not any(p[0].fullmatch(name) for p in patterns):
                     raise SchemaError(ptr, "required", f"{name!r} is required but additional properties are not allowed")
@@ -506,8 +517,8 @@ class _Walker:
         addl = (extras[0] if len(extras) == 1 else self.rule(extras)) if extras else None
         branches = [frozenset(index[n] for n in r) for r in branch_required]
         exactly_one = schema.get(EXACTLY_ONE, False)
-        keyword = next((kw for kw in DEPENDENCIES if kw in schema), "dependencies")
-        branches, forbids = _with_dependencies(branches, deps, index, exactly_one, ptr, keyword)
+        keyword = next((kw for kw in DEPENDENCIES if kw in schema), "not")
+        branches, forbids = _with_conditions(branches, conditions, index, exactly_one, ptr, keyword)
         n_req = min(len(b) for b in branches)
         lo, hi = schema.get("minProperties", 0), schema.get("maxProperties")
         if lo > max(n_req, 1):
@@ -955,7 +966,7 @@ class _Walker:
                 ta, tb = ({w} if isinstance(w, str) else set(w)), ({v} if isinstance(v, str) else set(v))
                 both = (ta & tb) | ({"integer"} if ("number" in ta and "integer" in tb) or ("integer" in ta and "number" in tb) else set())
                 out[k] = sorted(both)
-            elif k in ("required", NOT_STRINGS, PATTERNS):
+            elif k in ("required", NOT_STRINGS, PATTERNS, NOT_ALL):
                 out[k] = list(dict.fromkeys([*w, *v]))
             elif k == "pattern":  # a string holds both: the second one kept aside, intersected in t_string
                 out[PATTERNS] = list(dict.fromkeys([*out.get(PATTERNS, []), v]))
@@ -1105,30 +1116,31 @@ def _written(forbids: list[frozenset] | None, alive: frozenset, member: int) -> 
     return alive if not forbids else frozenset(b for b in alive if member not in forbids[b])
 
 
-def _with_dependencies(branches: list[frozenset], deps: list, index: dict[str, int], exactly_one: bool, ptr: str,
-                       keyword: str) -> tuple[list[frozenset], list[frozenset] | None]:
-    """The required sets ``branches`` with the dependencies (name, names required then, names
-    forbidden then) met: per branch and way to meet every dependency (its name left out, or its
-    names present and absent as it says), the members required and those ruled out (None for
-    the second list where there are no dependencies). Names no member may have are never present."""
-    deps = [(name, req, forbid) for name, req, forbid in deps if name in index]  # (one never present holds)
-    if not deps:
-        return branches, None
-    if exactly_one:
-        raise SchemaError(ptr, keyword, "dependencies beside a oneOf over required members are not supported")
-    found = [(base, frozenset()) for base in branches]
-    for name, req, forbid in deps:
-        ways = [(frozenset(), frozenset([index[name]]))]  # left out
-        if all(n in index for n in req):
-            ways.append((frozenset(index[n] for n in req), frozenset(index[n] for n in forbid if n in index)))
+def _with_conditions(branches: list[frozenset], conditions: list, index: dict[str, int], exactly_one: bool, ptr: str,
+                     keyword: str) -> tuple[list[frozenset], list[frozenset] | None]:
+    """The required sets ``branches`` with the ``conditions`` met (each a list of ways to meet
+    it: names required, names ruled out; from ``dependencies`` and ``not``): per branch and way
+    to meet every condition, the members required and those ruled out (None for the second list
+    where no condition constrains anything). Names no member may have are never present."""
+    found, constrained = [(base, frozenset()) for base in branches], False
+    for ways in conditions:
+        ways = [(frozenset(index[n] for n in need), frozenset(index[n] for n in out if n in index))
+                for need, out in ways if all(n in index for n in need)]
+        if any(not need and not out for need, out in ways):
+            continue  # (met whatever is written)
+        if exactly_one:
+            raise SchemaError(ptr, keyword, "dependencies or `not` beside a oneOf over required members are not supported")
+        constrained = True
         met = {(need | n, out | f) for need, out in found for n, f in ways if not (need | n) & (out | f)}
         # (a way that requires and rules out no less than another is never needed)
         found = [w for w in met if not any(v != w and v[0] <= w[0] and v[1] <= w[1] for v in met)]
         if len(found) > MAX_BRANCHES:
-            raise SchemaError(ptr, keyword, f"dependencies that can be met in more than {MAX_BRANCHES} ways "
-                                                   "(sets of members present and absent) are not supported")
+            raise SchemaError(ptr, keyword, f"dependencies or `not` that can be met in more than {MAX_BRANCHES} ways "
+                                            "(sets of members present and absent) are not supported")
     if not found:
         raise empty_language(ptr)
+    if not constrained:
+        return branches, None
     found.sort(key=lambda w: (sorted(w[0]), sorted(w[1])))  # (the same grammar text on every run)
     return [need for need, _ in found], [out for _, out in found]
 
