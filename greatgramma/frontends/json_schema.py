@@ -30,6 +30,7 @@ pointer; keywords this module does not know are annotations and are ignored, as 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from decimal import Decimal
@@ -67,6 +68,7 @@ ORDERS = "$greatgramma:orders"  # internal: other member orders a merge gives (l
 NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
 NOT_ALL = "$greatgramma:notAll"  # internal: tuples of member names, each never all present (`not` of `required`)
 PATTERNS = "$greatgramma:patterns"  # internal: more patterns a string must hold (allOf of several `pattern`)
+INTERNAL = {REQUIRED_ANY_OF, EXACTLY_ONE, ORDERS, NOT_STRINGS, NOT_ALL, PATTERNS}
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
 
@@ -574,6 +576,122 @@ class _Walker:
                 out.append((name, list(dep.get("required", [])), forbid))
         return out
 
+    def object_union(self, branches: list[tuple], ptr: str) -> tuple[list[str], list[tuple]] | None:
+        """A oneOf whose alternatives (``branches``: (schema, pointer) pairs) that may be objects
+        are objects alone (``type``, ``properties``, ``required``, ``additionalProperties``, after
+        ``allOf``; the same ``additionalProperties`` in each) and whose others cannot overlap: the
+        objects as one object rule that tracks which branches its members leave possible (each
+        member's values split by the branches that take them, :meth:`member_regions`), ending
+        right where exactly one branch is left with its required members present; and the other
+        branches, as they are. None where the branches are not of that form."""
+        plain = {"type", "properties", "required", "additionalProperties", ORDERS}  # (ORDERS: ignored)
+        read = (ASSERTIONS | REFUSED | INTERNAL) - plain  # (other keywords are annotations)
+        objs, others = [], []
+        for b, p in branches:
+            while isinstance(b, dict) and "allOf" in b:  # (each member merged in, as alternatives does)
+                try:
+                    b = functools.reduce(lambda x, m: self.merge(x, self.deref(m[1], f"{p}/allOf/{m[0]}"), p), enumerate(b["allOf"]),
+                                         {k: v for k, v in b.items() if k != "allOf"})
+                except SchemaError:
+                    return None
+            if "object" in _types_of(b):
+                if not isinstance(b, dict) or set(b) & read or b.get("type", "object") not in ("object", ["object"]) \
+                        or not isinstance(b.get("properties", {}), dict) or not isinstance(b.get("required", []), list):
+                    return None
+                objs.append(b)
+            else:
+                others.append((b, p))
+        if len(objs) < 2 or (others and any("type" not in b for b in objs)):
+            return None
+        kinds = [_types_of(b) for b, _ in others]
+        if any(kinds[i] & kinds[j] and not _disjoint_constants(others[i][0], others[j][0])
+               for i in range(len(others)) for j in range(i + 1, len(others))):
+            return None
+        extra = [b.get("additionalProperties", True if self.allow_additional else False) for b in objs]
+        if not all(_json_eq(extra[0], e) for e in extra[1:]):
+            return None
+        t = self.terms
+        names = list(dict.fromkeys(n for b in objs for n in b.get("properties", {})))
+        index = {n: i for i, n in enumerate(names)}
+        if any(n not in index for b in objs for n in b.get("required", [])):
+            return None
+        members, regions = [], []
+        for n in names:
+            at = f"{ptr}/properties/{_escape(n)}"
+            split = self.member_regions([b.get("properties", {}).get(n, extra[0]) for b in objs], at)
+            if split is None:
+                return None
+            ways = []
+            for schemas, alive in split:
+                values = [v for v in (_unless_empty(lambda: self.value(x, at)) for x in schemas) if v is not None]
+                if values:
+                    ways.append((f"{t.literal(n)} {t.punct('COLON')} {values[0] if len(values) == 1 else self.rule(values)}", alive))
+            if not ways:
+                return None  # (a name no branch takes a value for: its literal would have to be lexed apart)
+            members.append((ways[0][0], False))
+            regions.append(ways)
+        addl = None
+        if extra[0] is not False:
+            v = self.member_value(extra[0], ptr + "/additionalProperties")
+            keys = _unless_empty(lambda: t.strings(None, frozenset(names), frozenset(), ptr=ptr + "/additionalProperties"))
+            addl = f"{keys} {t.punct('COLON')} {v}" if v is not None and keys is not None else None
+        required = [frozenset(index[n] for n in b.get("required", [])) for b in objs]
+        allow_empty = sum(not r for r in required) == 1
+        # properties; each branch's own members first (a merge's orders); each branch's required first
+        heads = [[], *(o for b in objs for o in b.get(ORDERS, [])), *(b.get("required", []) for b in objs)]
+        orders = _completed([[index[n] for n in h if n in index] for h in heads], list(range(len(members))))[:MAX_ORDERS]
+        if 2 <= len(members) <= self.any_order:
+            obj = self.any_order_rules(members, addl, allow_empty, required, True, regions=regions)
+        elif self.any_order and len(members) <= FEW_ORDERS and len(orders) > 1:
+            obj = self.order_rules(members, addl, allow_empty, orders, required, True, regions=regions)
+        else:
+            obj = self.object_rules(members, addl, allow_empty, branches=required, exactly_one=True, regions=regions)
+        out = [obj] if obj else []
+        if sum("type" not in b for b in objs) == 1:  # a non-object holds for that branch alone
+            out += self.alternatives({"type": [x for x in TYPES if x != "object"]}, ptr)
+        return out, others
+
+    def member_regions(self, schemas: list, ptr: str) -> list[tuple[list, frozenset]] | None:
+        """A member's values split by the branches that take them (``schemas[i]``: branch i's
+        schema for it, False where it may not appear): (schemas, branches) pairs, the
+        schemas' languages pairwise disjoint across pairs, the pairs of a branch together its
+        language. Values of one type that branches take with schemas neither equal nor disjoint
+        cannot be split here (None)."""
+        groups: list[tuple[Any, set]] = []
+        for i, sub in enumerate(schemas):
+            sub = self.deref(sub, ptr)
+            if sub is False:
+                continue
+            sub = {} if sub is True else sub
+            for g in groups:
+                if _json_eq(g[0], sub):
+                    g[1].add(i)
+                    break
+            else:
+                groups.append((sub, {i}))
+        if len(groups) <= 1:
+            return [([g[0]], frozenset(g[1])) for g in groups]
+        by_branches: dict[frozenset, list] = {}
+        for kind in ("null", "boolean", "object", "array", "string", "number"):
+            parts: list[tuple[Any, set]] = []
+            for sub, which in groups:
+                part = _of_type(sub, kind)
+                if part is _UNKNOWN:
+                    return None
+                if part is None:
+                    continue
+                for p in parts:
+                    if _json_eq(p[0], part):
+                        p[1].update(which)
+                        break
+                else:
+                    parts.append((part, set(which)))
+            if any(not _disjoint_constants(a[0], b[0]) for k, a in enumerate(parts) for b in parts[k + 1:]):
+                return None
+            for part, which in parts:
+                by_branches.setdefault(frozenset(which), []).append(part)
+        return [(parts, which) for which, parts in by_branches.items()]
+
     def member_value(self, sub, ptr: str) -> str | None:
         """The value rule of a member that may be left out (None: no value is valid, so it never appears)."""
         return None if sub is False else _unless_empty(lambda: self.value(sub, ptr))
@@ -639,7 +757,8 @@ class _Walker:
             return deepest[2]
         return self.merge(self.deref(sub, ptr), self.deref(deepest[2], ptr), f"{ptr}/properties/{_escape(name)}")
 
-    def object_rules(self, members, addl, allow_empty: bool, branches=None, exactly_one: bool = False, forbids=None) -> str:
+    def object_rules(self, members, addl, allow_empty: bool, branches=None, exactly_one: bool = False, forbids=None,
+                     regions=None) -> str:
         """``{`` members in order ``}``, each optional one may be left out, then the additional ones.
 
         ``after(i, A)``: the members from i on when the next one written is i or later (no comma
@@ -657,7 +776,8 @@ class _Walker:
         present), and a member is required where every branch in A requires it. With
         ``exactly_one``, only the places from which some choice of the members left ends with one
         branch in A have rules (``rest`` and ``after`` give None for the others). ``forbids``: per
-        branch, the members it rules out (from ``dependencies``); writing one leaves it out of A."""
+        branch, the members it rules out (from ``dependencies``); writing one leaves it out of A;
+        ``regions``: per member, its texts by the branches they leave in A (``object_union``)."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
@@ -690,11 +810,10 @@ class _Walker:
                         aj = alive(a, range(i, j))
                         if not aj:
                             break
-                        text, _ = members[j]
-                        written = _written(forbids, aj, j)
-                        nxt = rest(j + 1, written) if written else None
-                        if nxt is not None:
-                            alts.append(f"{text} {nxt}".strip())
+                        for text, written in _ways(members, regions, forbids, aj, j):
+                            nxt = rest(j + 1, written)
+                            if nxt is not None:
+                                alts.append(f"{text} {nxt}".strip())
                         if must(j, aj):
                             break
                     else:
@@ -710,16 +829,15 @@ class _Walker:
             if i == n:
                 return tail if may_end(n, a) else None
             if (i, a) not in rests:
-                text, _ = members[i]
-                seq = None
-                if not exactly_one or _one_may_remain(branches, a, range(i, n)):
+                alts = []
+                if not exactly_one or regions or _one_may_remain(branches, a, range(i, n)):
                     if must(i, a):  # (no branch that requires a member rules it out)
-                        inner = rest(i + 1, a)
-                        seq = None if inner is None else f"{comma} {text} {inner}".strip()
+                        for text, written in _ways(members, regions, forbids, a, i):
+                            inner = rest(i + 1, written)
+                            alts += [f"{comma} {text} {inner}".strip()] if inner is not None else []
                     else:
                         nxt = after(i, a)
-                        seq = f"{comma} {nxt}" if nxt is not None else None
-                alts = [seq] if seq is not None else []
+                        alts += [f"{comma} {nxt}"] if nxt is not None else []
                 if may_end(i, a):
                     alts.append("")  # the object may end here
                 rests[(i, a)] = (self.rule(alts) if alts != [""] else "") if alts else None
@@ -733,40 +851,47 @@ class _Walker:
             out.append(t.empty("object"))
         return " | ".join(out) if out else ""
 
-    def any_order_rules(self, members, addl, allow_empty: bool, branches, exactly_one: bool = False, forbids=None) -> str:
+    def any_order_rules(self, members, addl, allow_empty: bool, branches, exactly_one: bool = False, forbids=None,
+                        regions=None) -> str:
         """``{`` the named members in any order, each at most once, then the additional ones ``}``:
-        one rule per set S of members written, ``rest(S)``: a comma and a member not in S, or
-        (once some set in ``branches`` lies in S) the additional members or the end. 2**n rules,
-        so only for small objects. In one object each alternative after a comma begins with its
-        own key terminal; objects of a union told apart by a member's value still conflict
-        (``Grammar.from_json_schema`` then asks for the ``properties`` order)."""
+        one rule per set S of members written and set A of branches they leave possible,
+        ``rest(S, A)``: a comma and a member not in S, or (once some branch in A lies in S;
+        exactly one with ``exactly_one``) the additional members or the end; none where nothing
+        from there ends right. 2**n rules, so only for small objects. In one object each
+        alternative after a comma begins with its own key terminal; objects of a union told
+        apart by a member's value still conflict (``Grammar.from_json_schema`` then asks for the
+        ``properties`` order) unless they are one object (``object_union``). ``forbids`` and
+        ``regions``: as in ``object_rules``."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
         tail = f"({comma} {addl})*" if addl else ""
-        rests: dict[frozenset, str] = {}
+        rests: dict[tuple, str | None] = {}
 
-        def alive(written: frozenset) -> frozenset:  # the branches nothing written rules out
-            return frozenset(i for i in range(len(branches)) if not (forbids and forbids[i] & written))
+        def complete(written: frozenset, a: frozenset) -> bool:
+            return _ends_right(frozenset(i for i in a if branches[i] <= written), exactly_one)
 
-        def complete(written: frozenset) -> bool:  # (exactly_one: a oneOf, one set all present)
-            return _ends_right(frozenset(i for i in alive(written) if branches[i] <= written), exactly_one)
-
-        def may_complete(written: frozenset) -> bool:  # some members added make it complete
-            return any(complete(written | branches[i]) for i in alive(written)) if exactly_one else bool(alive(written))
-
-        def rest(written: frozenset) -> str:
-            if written not in rests:
-                alts = [f"{comma} {members[j][0]} {rest(written | {j})}".strip() for j in range(n)
-                        if j not in written and may_complete(written | {j})]
-                if complete(written):
+        def rest(written: frozenset, a: frozenset) -> str | None:
+            if (written, a) not in rests:
+                alts = []
+                for j in range(n):
+                    if j not in written:
+                        for text, left in _ways(members, regions, forbids, a, j):
+                            nxt = rest(written | {j}, left)
+                            alts += [f"{comma} {text} {nxt}".strip()] if nxt is not None else []
+                if complete(written, a):
                     alts += [f"{comma} {addl} {tail}"] if addl else []
                     alts.append("")  # the object may end here
-                rests[written] = self.rule(alts) if alts != [""] else ""
-            return rests[written]
+                rests[(written, a)] = (self.rule(alts) if alts != [""] else "") if alts else None
+            return rests[(written, a)]
 
-        body = [f"{members[j][0]} {rest(frozenset([j]))}".strip() for j in range(n) if may_complete(frozenset([j]))]
-        if addl and complete(frozenset()):
+        everyone = frozenset(range(len(branches)))
+        body = []
+        for j in range(n):
+            for text, left in _ways(members, regions, forbids, everyone, j):
+                nxt = rest(frozenset([j]), left)
+                body += [f"{text} {nxt}".strip()] if nxt is not None else []
+        if addl and complete(frozenset(), everyone):
             body.append(f"{addl} {tail}")
         out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"] if body else []
         if allow_empty:
@@ -774,26 +899,29 @@ class _Walker:
         return " | ".join(out)
 
     def order_rules(self, members, addl, allow_empty: bool, orders: list[list[int]], branches: list[frozenset],
-                    exactly_one: bool = False, forbids=None) -> str:
+                    exactly_one: bool = False, forbids=None, regions=None) -> str:
         """``{`` the named members in one of ``orders`` (the first is that of ``properties``),
         each optional one may be left out, then the additional ones ``}``. One rule per state of
         the automaton that reads members in every order at once (a place in each and the branches
         its skipped members leave, as ``object_rules`` keeps them, or None where the order was
         broken), so each alternative after a comma begins with its own key terminal and LALR(1)
-        stays exact."""
+        stays exact; none where nothing from there ends right. ``forbids`` and ``regions``: as in
+        ``object_rules``."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
         tail = f"({comma} {addl})*" if addl else ""
         place = [{m: j for j, m in enumerate(order)} for order in orders]
 
-        def step(k: int, at: tuple | None, m: int) -> tuple | None:
-            """Where order k is after member m is written at place ``at`` (None: broken)."""
+        def step(k: int, at: tuple | None, m: int, which: frozenset | None) -> tuple | None:
+            """Where order k is after member m is written at place ``at`` with a value that leaves
+            the branches ``which`` possible (None: all; None returned: broken)."""
             if at is None or place[k][m] < at[0]:
                 return None
             j = place[k][m]
             a = _written(forbids, _left(branches, at[1], orders[k][at[0]:j]), m)
-            if not a or (exactly_one and not _one_may_remain(branches, a, orders[k][j + 1:])):
+            a = a if which is None else a & which
+            if not a or (exactly_one and not regions and not _one_may_remain(branches, a, orders[k][j + 1:])):
                 return None
             return j + 1, a
 
@@ -801,27 +929,31 @@ class _Walker:
             return any(_ends_right(_left(branches, at[1], orders[k][at[0]:]), exactly_one)
                        for k, at in enumerate(state) if at is not None)
 
-        def moves(state: tuple) -> list[tuple[int, tuple]]:
+        def moves(state: tuple) -> list[tuple[str, tuple]]:
             out = []
             for m in range(n):
-                nxt = tuple(step(k, at, m) for k, at in enumerate(state))
-                if any(at is not None for at in nxt):
-                    out.append((m, nxt))
+                for text, which in regions[m] if regions else [(members[m][0], None)]:
+                    nxt = tuple(step(k, at, m, which) for k, at in enumerate(state))
+                    if any(at is not None for at in nxt):
+                        out.append((text, nxt))
             return out
 
-        rests: dict[tuple, str] = {}
+        rests: dict[tuple, str | None] = {}
 
-        def rest(state: tuple) -> str:
+        def rest(state: tuple) -> str | None:
             if state not in rests:
-                alts = [f"{comma} {members[m][0]} {rest(nxt)}".strip() for m, nxt in moves(state)]
+                alts = []
+                for text, nxt in moves(state):
+                    after = rest(nxt)
+                    alts += [f"{comma} {text} {after}".strip()] if after is not None else []
                 if done(state):
                     alts += [f"{comma} {addl} {tail}"] if addl else []
                     alts.append("")  # the object may end here
-                rests[state] = self.rule(alts) if alts != [""] else ""
+                rests[state] = (self.rule(alts) if alts != [""] else "") if alts else None
             return rests[state]
 
         start = ((0, frozenset(range(len(branches)))),) * len(orders)
-        body = [f"{members[m][0]} {rest(nxt)}".strip() for m, nxt in moves(start)]
+        body = [f"{text} {after}".strip() for text, after in ((text, rest(nxt)) for text, nxt in moves(start)) if after is not None]
         if addl and done(start):
             body.append(f"{addl} {tail}")
         out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"] if body else []
@@ -873,7 +1005,7 @@ class _Walker:
     def union(self, schema: dict, kw: str, ptr: str) -> list[str]:
         alts = schema[kw]  # (a non-empty array of schemas: _checked_keywords)
         siblings = {k: v for k, v in schema.items() if k != kw}
-        branches = []
+        branches, objects = [], []
         for i, sub in enumerate(alts):
             sub = self.deref(sub, f"{ptr}/{kw}/{i}")
             sub = _checked_keywords(sub, f"{ptr}/{kw}/{i}") if isinstance(sub, dict) else sub
@@ -888,15 +1020,19 @@ class _Walker:
                     raise empty_language(ptr)  # (every branch holds for the same values, or none: never just one)
                 return self.alternatives({**merged, "type": "object", EXACTLY_ONE: True}, ptr)
             kinds = [_types_of(b) for b, _ in branches]
-            for i in range(len(kinds)):
-                for j in range(i + 1, len(kinds)):
-                    if kinds[i] & kinds[j] and not _disjoint_constants(branches[i][0], branches[j][0]):
-                        raise SchemaError(ptr, kw, f"alternatives {i} and {j} may both match an instance; oneOf is only supported when they cannot")
+            overlap = next(((i, j) for i in range(len(kinds)) for j in range(i + 1, len(kinds))
+                            if kinds[i] & kinds[j] and not _disjoint_constants(branches[i][0], branches[j][0])), None)
+            if overlap is not None:
+                got = self.object_union(branches, ptr)
+                if got is None:
+                    raise SchemaError(ptr, kw, f"alternatives {overlap[0]} and {overlap[1]} may both match an instance; oneOf "
+                                      "is only supported when they cannot, or for objects told apart member by member")
+                objects, branches = got
         if kw == "anyOf" and len(branches) > 1:
             merged = _required_any_of([b for b, _ in branches])
             if merged is not None:
                 return self.alternatives(merged, ptr)
-        out = []
+        out = objects
         for b, p in branches:
             try:
                 out += self.alternatives(b, p) if b is not True else self.alternatives({}, p)
@@ -1108,6 +1244,51 @@ def _left(branches: list[frozenset], alive: frozenset, skipped) -> frozenset:
     """The branches of ``alive`` that require none of the members ``skipped``."""
     skipped = set(skipped)
     return frozenset(b for b in alive if not branches[b] & skipped)
+
+
+def _ways(members: list, regions: list | None, forbids: list[frozenset] | None, alive: frozenset, j: int) -> list:
+    """The ways to write member j when the branches ``alive`` are possible: (its text, the
+    branches left after it), those that leave some (``regions``: per member, its texts and the
+    branches each value region leaves possible; ``forbids``: see :func:`_written`)."""
+    alive = _written(forbids, alive, j)
+    ways = [(members[j][0], alive)] if regions is None else [(text, alive & which) for text, which in regions[j]]
+    return [(text, a) for text, a in ways if a]
+
+
+_UNKNOWN = object()
+_KEYWORDS_OF = {  # the keywords that apply to one type only (the others apply to every type)
+    "string": {"pattern", "minLength", "maxLength", "format", PATTERNS, NOT_STRINGS},
+    "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+    "array": {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains"},
+    "object": {"properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties",
+               *DEPENDENCIES, REQUIRED_ANY_OF, EXACTLY_ONE, ORDERS, NOT_ALL},
+}
+
+
+def _of_type(schema: dict, kind: str):
+    """The part of ``schema`` for the values of one type (``kind``; "number" takes the integers
+    too), as a schema; None where it takes none of them; _UNKNOWN where keywords that combine
+    schemas make that more than a reading of its keywords."""
+    keys = set(schema) - ANNOTATIONS
+    if keys & {"anyOf", "oneOf", "allOf", "not", "$ref", "if", "then", "else"}:
+        return _UNKNOWN
+    values = _constants(schema)
+    if values is not None:
+        if keys - {"enum", "const", "type"}:
+            return _UNKNOWN
+        types = schema.get("type")
+        types = set(TYPES) if types is None else {types} if isinstance(types, str) else set(types)
+        kept = [v for v in values if (_type_of(v) in ("integer", "number") if kind == "number" else _type_of(v) == kind)]
+        kept = [v for v in kept if _type_of(v) in types or ("number" in types and _type_of(v) == "integer")]
+        return {"enum": kept} if kept else None
+    types = schema.get("type", list(TYPES))
+    types = {types} if isinstance(types, str) else set(types)
+    if kind not in types and not (kind == "number" and "integer" in types):
+        return None
+    others = set().union(*(kws for k, kws in _KEYWORDS_OF.items() if k != kind))
+    part = {k: v for k, v in schema.items() if k not in ANNOTATIONS and k not in others}
+    part["type"] = "integer" if kind == "number" and "number" not in types else kind
+    return part
 
 
 def _written(forbids: list[frozenset] | None, alive: frozenset, member: int) -> frozenset:
