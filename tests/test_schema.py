@@ -595,6 +595,27 @@ def test_object_unions_agree_with_jsonschema(k) -> None:
         assert accepts(m, json.dumps(other)) == oracle(schema, other), other
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "not": {"required": ["body", "bodyValue"]}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"a": {"type": "integer"}},
+     "dependencies": {"x1": ["a"], "a": {"properties": {"x2": False}}}},
+])
+def test_undeclared_names_of_conditions_go_among_the_additional_members(schema) -> None:
+    """Names that only ``dependencies`` or ``not`` name are tracked as members, yet stay where
+    additional members may be: every order of up to four members, against jsonschema."""
+    import itertools
+
+    m = masker_for(json.dumps(schema))
+    seen = [0, 0]
+    for size in range(5):
+        for names in itertools.permutations(["a", "body", "bodyValue", "x1", "x2", "z"], size):
+            inst = {n: 1 for n in names}
+            expected = oracle(schema, inst)
+            seen[expected] += 1
+            assert accepts(m, json.dumps(inst)) == expected, inst
+    assert all(seen), seen
+
+
 def test_dependencies_with_a_real_tokenizer(llama3) -> None:
     """Billing details that need each other, walked in Llama-3's tokens (pretty-printed, as
     MaskBench writes instances): members in ``properties`` order with the dependent ones present,

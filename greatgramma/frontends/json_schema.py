@@ -10,7 +10,9 @@ The canonical form (what every engine generates, and what MaskBench serializes):
   required ones first), and where ``allOf``, ``$ref`` beside keywords or a ``oneOf``/``anyOf`` branch merged
   two lists of properties, the merged part's members first; none of these with ``any_order=0``,
   which ``Grammar.from_json_schema`` asks for where those orders are not LALR(1)), then the
-  members the schema does not name (when additional properties are allowed), in any order;
+  members the schema does not name (when additional properties are allowed), in any order (in
+  an object of at most ``ANY_ORDER`` named members, names that only ``dependencies`` or ``not``
+  name, which are tracked as members, go among them);
 * strings that the schema fixes (property names, ``enum``/``const``) in any JSON spelling;
   numbers that it fixes (``enum``/``const``) as ``json.dumps`` writes them (an integral float
   also as an integer: ``2.0`` and ``2``); integers without a
@@ -471,6 +473,7 @@ class _Walker:
         named = list(dict.fromkeys([*some_required, *(n for ways in conditions for way in ways for n in (*way[0], *way[1]) if can_have(n))]))
         for name in list(props):  # a declared name that a pattern matches takes both schemas
             props[name] = self.with_patterns(props[name], name, patterns, ptr)
+        promoted = [n for n in named if n not in props and n not in some_required]  # (undeclared: additional members)
         for name in named:  # (the conditions' names too: named members, so that their presence is tracked)
             if name not in props:
                 if extra is False and not any(p[0].fullmatch(name) for p in patterns):
@@ -528,6 +531,10 @@ class _Walker:
         if hi is not None and (addl is not None or hi < len(members)):
             raise SchemaError(ptr, "maxProperties", "only maxProperties that the properties already imply is supported")
         allow_empty = lo == 0 and (sum(not b for b in branches) == 1 if exactly_one else n_req == 0)
+        if promoted and addl and len(members) <= self.any_order:
+            # names only dependencies or `not` name go among the additional members (in bigger
+            # objects, with the named ones: before the additional members)
+            return self.any_order_rules(members, addl, allow_empty, branches, exactly_one, forbids, anywhere=True)
         if 2 <= len(members) <= self.any_order:
             return self.any_order_rules(members, addl, allow_empty, branches, exactly_one, forbids)
         if self.any_order and len(members) <= FEW_ORDERS:
@@ -852,7 +859,7 @@ class _Walker:
         return " | ".join(out) if out else ""
 
     def any_order_rules(self, members, addl, allow_empty: bool, branches, exactly_one: bool = False, forbids=None,
-                        regions=None) -> str:
+                        regions=None, anywhere: bool = False) -> str:
         """``{`` the named members in any order, each at most once, then the additional ones ``}``:
         one rule per set S of members written and set A of branches they leave possible,
         ``rest(S, A)``: a comma and a member not in S, or (once some branch in A lies in S;
@@ -861,11 +868,13 @@ class _Walker:
         alternative after a comma begins with its own key terminal; objects of a union told
         apart by a member's value still conflict (``Grammar.from_json_schema`` then asks for the
         ``properties`` order) unless they are one object (``object_union``). ``forbids`` and
-        ``regions``: as in ``object_rules``."""
+        ``regions``: as in ``object_rules``; ``anywhere``: the additional members also before and
+        between the named ones."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
         tail = f"({comma} {addl})*" if addl else ""
+
         rests: dict[tuple, str | None] = {}
 
         def complete(written: frozenset, a: frozenset) -> bool:
@@ -880,9 +889,14 @@ class _Walker:
                             nxt = rest(written | {j}, left)
                             alts += [f"{comma} {text} {nxt}".strip()] if nxt is not None else []
                 if complete(written, a):
-                    alts += [f"{comma} {addl} {tail}"] if addl else []
+                    alts += [f"{comma} {addl} {tail}"] if addl and not anywhere else []
                     alts.append("")  # the object may end here
-                rests[(written, a)] = (self.rule(alts) if alts != [""] else "") if alts else None
+                if anywhere and alts:  # an additional member, and the same place again (a rule that names itself)
+                    name = f"r{len(self.rules)}"
+                    self.rules.append(f"{name}: " + " | ".join([f"{comma} {addl} {name}", *alts]))
+                    rests[(written, a)] = name
+                else:
+                    rests[(written, a)] = (self.rule(alts) if alts != [""] else "") if alts else None
             return rests[(written, a)]
 
         everyone = frozenset(range(len(branches)))
@@ -891,7 +905,10 @@ class _Walker:
             for text, left in _ways(members, regions, forbids, everyone, j):
                 nxt = rest(frozenset([j]), left)
                 body += [f"{text} {nxt}".strip()] if nxt is not None else []
-        if addl and complete(frozenset(), everyone):
+        if anywhere:
+            first = rest(frozenset(), everyone)
+            body += [f"{addl} {first}".strip()] if first is not None else []
+        elif addl and complete(frozenset(), everyone):
             body.append(f"{addl} {tail}")
         out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"] if body else []
         if allow_empty:
