@@ -874,7 +874,6 @@ class _Walker:
         comma = t.punct("COMMA")
         n = len(members)
         tail = f"({comma} {addl})*" if addl else ""
-
         rests: dict[tuple, str | None] = {}
 
         def complete(written: frozenset, a: frozenset) -> bool:
