@@ -32,7 +32,6 @@ pointer; keywords this module does not know are annotations and are ignored, as 
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from decimal import Decimal
@@ -214,10 +213,7 @@ class _Walker:
                 return [self.value(target, tptr)]
             return self.alternatives({"allOf": [target, rest]}, ptr)
         if "allOf" in schema:
-            merged = {k: v for k, v in schema.items() if k != "allOf"}
-            for i, sub in enumerate(schema["allOf"]):
-                merged = self.merge(merged, self.deref(sub, f"{ptr}/allOf/{i}"), f"{ptr}/allOf/{i}")
-            return self.alternatives(merged, ptr)
+            return self.alternatives(self.merged_all_of(schema, ptr), ptr)
         for kw in ("anyOf", "oneOf"):
             if kw in schema:
                 return self.union(schema, kw, ptr)
@@ -476,7 +472,7 @@ class _Walker:
         promoted = [n for n in named if n not in props and n not in some_required]  # (undeclared: additional members)
         for name in named:  # (the conditions' names too: named members, so that their presence is tracked)
             if name not in props:
-                if extra is False and not any(p[0].fullmatch(name) for p in patterns):
+                if not can_have(name):
                     raise SchemaError(ptr, "required", f"{name!r} is required but additional properties are not allowed")
                 props[name] = self.with_patterns(extra, name, patterns, ptr, alone=True)
         members = []  # (name, member text, required)
@@ -531,19 +527,28 @@ class _Walker:
         if hi is not None and (addl is not None or hi < len(members)):
             raise SchemaError(ptr, "maxProperties", "only maxProperties that the properties already imply is supported")
         allow_empty = lo == 0 and (sum(not b for b in branches) == 1 if exactly_one else n_req == 0)
-        if promoted and addl and len(members) <= self.any_order:
-            # names only dependencies or `not` name go among the additional members (in bigger
-            # objects, with the named ones: before the additional members)
-            return self.any_order_rules(members, addl, allow_empty, branches, exactly_one, forbids, anywhere=True)
-        if 2 <= len(members) <= self.any_order:
-            return self.any_order_rules(members, addl, allow_empty, branches, exactly_one, forbids)
+        # properties; required first; each side of a merge first; each branch's required first
+        heads = [[], required, *schema.get(ORDERS, []), *(branch_required if len(branch_required) > 1 else [])]
+        # (names only dependencies or `not` name go among the additional members; in bigger
+        # objects, with the named ones: before the additional members)
+        anywhere = bool(promoted and addl and len(members) <= self.any_order)
+        return self.object_of(members, addl, allow_empty, branches, [[index[n] for n in h if n in index] for h in heads],
+                              exactly_one, forbids, anywhere=anywhere)
+
+    def object_of(self, members, addl, allow_empty: bool, branches, heads: list[list[int]], exactly_one: bool = False,
+                  forbids=None, regions=None, anywhere: bool = False) -> str:
+        """The rules of an object: its named members in any order where there are few of them
+        (``any_order_rules``), else in the orders that start with one of ``heads`` (member
+        indices; ``order_rules``) where that gives more than one, else in ``properties`` order
+        (``object_rules``)."""
+        if anywhere or 2 <= len(members) <= self.any_order:
+            return self.any_order_rules(members, addl, allow_empty, branches, exactly_one, forbids, regions, anywhere)
         if self.any_order and len(members) <= FEW_ORDERS:
-            # properties; required first; each side of a merge first; each branch's required first
-            heads = [[], required, *schema.get(ORDERS, []), *(branch_required if len(branch_required) > 1 else [])]
-            orders = _completed([[index[n] for n in h if n in index] for h in heads], list(range(len(members))))[:MAX_ORDERS]
+            orders = _completed(heads, list(range(len(members))))[:MAX_ORDERS]
             if len(orders) > 1:
-                return self.order_rules(members, addl, allow_empty, orders, branches, exactly_one, forbids)
-        return self.object_rules(members, addl, allow_empty, branches=branches, exactly_one=exactly_one, forbids=forbids)
+                return self.order_rules(members, addl, allow_empty, orders, branches, exactly_one, forbids, regions)
+        return self.object_rules(members, addl, allow_empty, branches=branches, exactly_one=exactly_one, forbids=forbids,
+                                 regions=regions)
 
     def dependencies(self, schema, ptr: str) -> list[tuple[str, list[str], list[str]]]:
         """``dependencies``, ``dependentRequired`` and ``dependentSchemas`` as (name, the names
@@ -595,10 +600,9 @@ class _Walker:
         read = (ASSERTIONS | REFUSED | INTERNAL) - plain  # (other keywords are annotations)
         objs, others = [], []
         for b, p in branches:
-            while isinstance(b, dict) and "allOf" in b:  # (each member merged in, as alternatives does)
+            while isinstance(b, dict) and "allOf" in b:  # (as alternatives reads it)
                 try:
-                    b = functools.reduce(lambda x, m: self.merge(x, self.deref(m[1], f"{p}/allOf/{m[0]}"), p), enumerate(b["allOf"]),
-                                         {k: v for k, v in b.items() if k != "allOf"})
+                    b = self.merged_all_of(b, p)
                 except SchemaError:
                     return None
             if "object" in _types_of(b):
@@ -646,17 +650,19 @@ class _Walker:
         allow_empty = sum(not r for r in required) == 1
         # properties; each branch's own members first (a merge's orders); each branch's required first
         heads = [[], *(o for b in objs for o in b.get(ORDERS, [])), *(b.get("required", []) for b in objs)]
-        orders = _completed([[index[n] for n in h if n in index] for h in heads], list(range(len(members))))[:MAX_ORDERS]
-        if 2 <= len(members) <= self.any_order:
-            obj = self.any_order_rules(members, addl, allow_empty, required, True, regions=regions)
-        elif self.any_order and len(members) <= FEW_ORDERS and len(orders) > 1:
-            obj = self.order_rules(members, addl, allow_empty, orders, required, True, regions=regions)
-        else:
-            obj = self.object_rules(members, addl, allow_empty, branches=required, exactly_one=True, regions=regions)
+        obj = self.object_of(members, addl, allow_empty, required, [[index[n] for n in h if n in index] for h in heads],
+                             True, regions=regions)
         out = [obj] if obj else []
         if sum("type" not in b for b in objs) == 1:  # a non-object holds for that branch alone
             out += self.alternatives({"type": [x for x in TYPES if x != "object"]}, ptr)
         return out, others
+
+    def merged_all_of(self, schema: dict, ptr: str):
+        """A schema with ``allOf``: the schema without it, each member merged in."""
+        merged = {k: v for k, v in schema.items() if k != "allOf"}
+        for i, sub in enumerate(schema["allOf"]):
+            merged = self.merge(merged, self.deref(sub, f"{ptr}/allOf/{i}"), f"{ptr}/allOf/{i}")
+        return merged
 
     def member_regions(self, schemas: list, ptr: str) -> list[tuple[list, frozenset]] | None:
         """A member's values split by the branches that take them (``schemas[i]``: branch i's
@@ -969,7 +975,10 @@ class _Walker:
             return rests[state]
 
         start = ((0, frozenset(range(len(branches)))),) * len(orders)
-        body = [f"{text} {after}".strip() for text, after in ((text, rest(nxt)) for text, nxt in moves(start)) if after is not None]
+        body = []
+        for text, nxt in moves(start):
+            after = rest(nxt)
+            body += [f"{text} {after}".strip()] if after is not None else []
         if addl and done(start):
             body.append(f"{addl} {tail}")
         out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"] if body else []
