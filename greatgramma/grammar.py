@@ -129,25 +129,30 @@ class Grammar:
         with ``strict=True``: a conflict Lark would resolve silently is refused instead. Objects
         of at most five named members take them in any order, and of up to 24 the required ones
         first (in the order of ``required``) and a merged part's members first (``allOf``, a
-        ``oneOf`` branch) as well as in ``properties`` order, unless that leaves the grammar
-        outside LALR(1) (objects of a union told apart by a member's value: the parser would have
-        to see that member first); then every object keeps the order of ``properties``.
+        ``oneOf`` branch) as well as in ``properties`` order. Where that leaves the grammar outside
+        LALR(1) (objects of a union told apart by a member's value: the parser would have to see
+        that member first), the objects of each ``oneOf``/``anyOf`` become one object rule that
+        tracks which branches the members' values leave (where each member's values split by
+        branch); where the grammar is still not LALR(1), every object keeps the order of
+        ``properties``.
         """
         from .frontends.json_schema import ANY_ORDER, json_schema_to_lark
 
-        def build(any_order: int) -> Grammar:
+        def build(any_order: int, object_unions: bool) -> Grammar:
             text = json_schema_to_lark(
                 schema, whitespace=whitespace, additional_properties=additional_properties, max_repeat=max_repeat,
-                any_order=any_order,
+                any_order=any_order, object_unions=object_unions,
             )
             return cls(text, source="<json schema>", strict=True)
 
-        try:
-            return build(ANY_ORDER)
-        except GrammarError as exc:
-            if exc.kind != "conflict":
-                raise
-            return build(0)
+        tries = [(ANY_ORDER, False), (ANY_ORDER, True), (0, False), (0, True)]
+        for k, (any_order, object_unions) in enumerate(tries):
+            try:
+                return build(any_order, object_unions)
+            except GrammarError as exc:
+                if exc.kind != "conflict" or k == len(tries) - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     @classmethod
     def from_regex(cls, pattern: str) -> Grammar:

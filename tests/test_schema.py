@@ -310,28 +310,66 @@ def test_order_is_canonical_and_extra_members_come_last() -> None:
     assert not accepts(m, '{"zz": 1, "name": "x"}') and not accepts(m, '{"age": 1}')
 
 
-def test_any_order_falls_back_to_the_canonical_form_where_lalr_cannot_take_it() -> None:
-    """Objects of a oneOf told apart by the value of ``type``: in any order the parser would have
-    to read ``type`` before it could reduce ``email``'s value, so every object keeps its
-    ``properties`` order instead (and the same schema without the union takes any order)."""
+def test_objects_of_a_union_told_apart_by_a_value_take_any_order() -> None:
+    """Objects of a oneOf (or anyOf) told apart by the value of ``type``: as separate object rules
+    the parser would have to read ``type`` before it could reduce ``email``'s value (not
+    LALR(1) in any order), so they are one object rule that tracks the branches ``type`` leaves;
+    every order of every subset of the members, against jsonschema."""
+    import itertools
+
+    import jsonschema
+
     def action(kind: str) -> dict:  # (the descriptions make each branch's email a rule of its own)
         return {"type": "object", "required": ["type"],
                 "properties": {"type": {"enum": [kind]}, "email": {"type": "string", "description": kind}, "id": {"type": "integer"}}}  # fmt: skip
 
-    schema = {"oneOf": [action("add"), action("remove")]}
+    values = {"type": ['"add"', '"remove"', '"move"'], "email": ['"x"'], "id": ["1"]}
+    for kw in ("oneOf", "anyOf"):
+        schema = {kw: [action("add"), action("remove")]}
+        m = masker_for(json.dumps(schema))
+        for k in range(4):
+            for names in itertools.permutations(values, k):
+                for picked in itertools.product(*(values[n] for n in names)):
+                    text = "{" + ", ".join(f'"{n}": {v}' for n, v in zip(names, picked)) + "}"
+                    assert accepts(m, text) == jsonschema.validators.validator_for(schema)(schema).is_valid(json.loads(text)), (kw, text)
+
+
+def test_members_of_a_union_merged_in_by_all_of_come_in_turn() -> None:
+    """allOf of a part, a union, and another part: the union's members where it stands among the
+    parts (the order of the parts in turn; as separate objects the branches conflict, so they
+    are one object rule, each branch's member in its place), seven members: beyond any order;
+    against jsonschema."""
+    schema = {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a"]},
+                        {"anyOf": [{"properties": {"x": {"type": "object"}}}, {"properties": {"y": {"type": "string"}}}]},
+                        {"properties": {"c": {"type": "integer"}, "d": {"type": "integer"}, "e": {"type": "integer"}}}]}
     m = masker_for(json.dumps(schema))
-    assert accepts(m, '{"type": "add", "email": "x", "id": 1}') and accepts(m, '{"type": "remove", "id": 1}')
-    assert not accepts(m, '{"email": "x", "type": "add"}') and not accepts(m, '{"type": "move"}')
-    assert accepts(masker_for(json.dumps(action("add"))), '{"email": "x", "type": "add"}')
+    for inst in ({"a": 1, "b": 2, "x": {}, "c": 3, "d": 4, "e": 5}, {"a": 1, "b": 2, "y": "s", "c": 3, "e": 5},
+                 {"a": 1, "x": {}, "y": "s", "d": 4}, {"a": 1, "b": 2, "x": 1, "y": 2, "c": 3}, {"b": 2, "x": {}, "c": 3}):
+        assert accepts(m, json.dumps(inst)) == oracle(schema, inst), inst
+    inner = {"allOf": [{"properties": {"p": {"type": "integer"}}}, schema["allOf"][1], {"properties": {"q": {"type": "integer"}}}]}
+    props = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "z": {"type": "boolean"}}}
+    for nested in ({"allOf": [schema["allOf"][0], {"anyOf": [inner, {"properties": {"z": {"type": "boolean"}}}]}, schema["allOf"][2]]},
+                   {**props, "anyOf": [{"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, {"required": ["z"]}]}):
+        with pytest.raises(gg.GrammarError, match="LALR"):  # a union in a union's branch: not LALR(1) (refused as
+            gg.Grammar.from_json_schema(nested)  # such, not a crash of the orders' bookkeeping)
 
-    def wide(kind: str) -> dict:  # four named members: the required ones first is the other order
-        return {"type": "object", "required": ["email", "type"],
-                "properties": {"type": {"enum": [kind]}, "id": {"type": "integer"}, "x": {"type": "integer"},
-                               "email": {"type": "string", "description": kind}}}
 
-    m = masker_for(json.dumps({"oneOf": [wide("add"), wide("remove")]}))
-    assert accepts(m, '{"type": "add", "id": 1, "email": "x"}') and not accepts(m, '{"email": "x", "type": "add"}')
-    assert accepts(masker_for(json.dumps(wide("add"))), '{"email": "x", "type": "add"}')
+def test_any_order_falls_back_to_the_canonical_form_where_lalr_cannot_take_it() -> None:
+    """Objects of a oneOf told apart by the value of ``type`` whose ``data`` values overlap (``[]``
+    is in both, and neither holds the other): not one object rule (``data``'s values cannot be
+    split by the branches they leave), and in any order the parser would have to read ``type``
+    before it could reduce ``data``'s value, so every object keeps its ``properties`` order
+    instead (and the same schema without the union takes any order)."""
+    def shape(kind: str, items: dict) -> dict:
+        return {"type": "object", "required": ["type"],
+                "properties": {"type": {"enum": [kind]}, "data": {"type": "array", "items": items}, "id": {"type": "integer"}}}  # fmt: skip
+
+    point, line = shape("point", {"type": "integer"}), shape("line", {"type": "array", "items": {"type": "integer"}})
+    m = masker_for(json.dumps({"oneOf": [point, line]}))
+    assert accepts(m, '{"type": "point", "data": [1], "id": 1}') and accepts(m, '{"type": "line", "data": [[1]]}')
+    assert not accepts(m, '{"data": [1], "type": "point"}') and not accepts(m, '{"type": "point", "data": [[1]]}')
+    assert not accepts(m, '{"type": "move"}')
+    assert accepts(masker_for(json.dumps(point)), '{"data": [1], "type": "point"}')
 
 
 @pytest.mark.parametrize("required", [[], ["b"], ["a", "c"], ["a", "b", "c"]])
@@ -568,17 +606,22 @@ OBJECT_UNIONS = [  # oneOf over objects that only their members' values tell apa
 ]
 
 
+@pytest.mark.parametrize("kw", ["oneOf", "anyOf"])
 @pytest.mark.parametrize("k", range(len(OBJECT_UNIONS)))
-def test_object_unions_agree_with_jsonschema(k) -> None:
-    """A oneOf of objects told apart member by member (a discriminator that is not required, a
-    member whose values split by type, a branch without ``type``, a non-object branch, and an
-    object past ``ANY_ORDER`` members): every choice of values for up to three members, in
-    ``properties`` order (and reversed: never accepted where invalid), and some non-objects,
-    against jsonschema."""
+def test_object_unions_agree_with_jsonschema(k, kw) -> None:
+    """A oneOf (or the same anyOf) of objects told apart member by member (a discriminator that
+    is not required, a member whose values split by type, a branch without ``type``, a non-object
+    branch, and an object past ``ANY_ORDER`` members), as one object rule (``object_unions``: an
+    anyOf takes that form where its separate object rules are not LALR(1)): every choice of values
+    for up to three members, in ``properties`` order (and reversed: never accepted where
+    invalid), and some non-objects, against jsonschema."""
     import itertools
 
+    from greatgramma.frontends.json_schema import json_schema_to_lark
+
     schema, values = OBJECT_UNIONS[k]
-    m = masker_for(json.dumps(schema))
+    schema = {(kw if key == "oneOf" else key): v for key, v in schema.items()}
+    m = gg.Masker(gg.compile(gg.Grammar(json_schema_to_lark(schema, object_unions=True), strict=True), byte_vocab()))
     seen = [0, 0]
     names = list(values)
     for size in range(min(len(names), 3) + 1):
@@ -648,23 +691,57 @@ def test_dependencies_past_what_is_supported_are_refused(schema, kw) -> None:
     {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "^b"}, {"type": "integer"}]},
     {"oneOf": [{"pattern": "^a"}, {"type": "string", "pattern": "^b"}]},  # only strings could be both
     {"oneOf": [{"enum": ["a", "bc", 3]}, {"type": "string", "pattern": "^b[0-9]"}]},
+    {"type": "string", "oneOf": [{"maxLength": 0}, {"pattern": "^a", "minLength": 2}, {"minLength": 1, "maxLength": 1}]},
     {"oneOf": [{"type": "object", "properties": {"k": {"enum": ["a", "c"]}, "v": {"type": "integer"}}, "required": ["k"]},
                {"type": "object", "properties": {"k": {"type": "string", "pattern": "^b"}}, "required": ["k"]}]},
 ])
 def test_one_of_told_apart_by_string_languages(schema) -> None:
     """oneOf alternatives whose common instances could only be strings, and whose patterns (or a
-    pattern and the other's constants) no string satisfies both of."""
+    pattern and the other's constants, or their length bounds) no string satisfies both of."""
     check(schema, ["a", "a1", "ab", "b", "b1", "bc", "bb", "c", "", 3, 4, None, [], {}, {"k": "a"}, {"k": "a", "v": 1},
                    {"k": "b2"}, {"k": "b2", "v": "x"}, {"k": "c"}, {"k": 1}, {"v": 1}])
 
 
 @pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "string", "pattern": "a"}, {"type": "string", "pattern": "b"}]},
+    {"type": "string", "oneOf": [{"pattern": "customer"}, {"pattern": "maker"}, {"pattern": "admin"}]},
+    {"oneOf": [{"pattern": "^a"}, {"pattern": "b$"}, {"type": "integer"}]},  # non-strings: the integers alone
+    {"oneOf": [{"type": "string", "format": "date"}, {"type": "string", "pattern": "^2"}, {"type": ["number", "null"]}]},
+    {"oneOf": [{"type": "string"}, {"type": ["string", "null"], "pattern": "^2"}, {"type": "number"}]},
+    {"oneOf": [{"pattern": "^a"}, {"pattern": "^b"}]},  # every non-string is both: none is valid
     {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b"}]},  # "ab" is both
-    {"oneOf": [{"pattern": "^a"}, {"pattern": "^b"}]},  # numbers are both
+    {"oneOf": [{"type": "string"}, {"type": "string"}, {"type": "number"}]},  # equal: every string is both
+])
+def test_one_of_over_overlapping_string_languages(schema) -> None:
+    """oneOf alternatives that constrain strings alone and may both match: the strings exactly one
+    takes (its language less the others', a language of its own) and the values of each other
+    type exactly one takes, against jsonschema."""
+    check(schema, ["a", "b", "ab", "ba", "x", "", "customer", "makercustomer", "admin", "2020-01-01", "2x", "1999-12-31",
+                   1, 2, 1.5, None, True, [], {}])
+
+
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "array", "minItems": 1, "items": {"type": "integer"}}, {"type": "array", "items": {"type": "string"}}]},
+    {"oneOf": [{"type": "array", "maxItems": 1}, {"type": "array", "minItems": 2, "items": {"type": "string"}}]},
+    {"oneOf": [{"type": "array", "minItems": 2, "items": {"type": "number"}},  # GeoJSON's Point and LineString
+               {"type": "array", "minItems": 2, "items": {"type": "array", "minItems": 2, "items": {"type": "number"}}}]},
+    {"oneOf": [{"type": "object", "properties": {"v": {"type": "array", "minItems": 1, "items": {"type": "integer"}}}, "required": ["v"]},
+               {"type": "object", "properties": {"v": {"type": "array", "items": {"type": "boolean"}}}, "required": ["v"]}]},
+])
+def test_one_of_told_apart_by_array_items(schema) -> None:
+    """oneOf alternatives whose common instances could only be arrays, and no array is both: one
+    needs an item and their items' schemas are disjoint, or their length bounds do not meet (as
+    a required member's values too)."""
+    check(schema, [[], [1], [1, 2], ["a"], ["a", "b"], [True], [[1, 2]], [[1, 2], [3, 4]], [[1]], [1, "a"], {"v": []},
+                   {"v": [1]}, {"v": [True]}, {"v": [1, True]}, {"v": "x"}, {}, 3])
+
+
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "array", "items": {"type": "string"}}]},  # [] is both
     {"type": "object", "properties": {"a": {}}, "oneOf": [{"required": ["a"]}, {"required": ["a"]}]},
     {"type": "object", "required": ["a", "b"], "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
     {"oneOf": [{"type": "object", "title": "x"}, {"type": "object", "title": "y"}]},  # equal but for annotations
-    {"oneOf": [{"type": "string"}, {"type": "string"}, {"type": "number"}]},
+    {"oneOf": [{"type": "string"}, {"type": ["string", "integer"], "pattern": "^2"}, {"type": "number"}]},  # non-integers alone
 ])
 def test_one_of_with_branches_that_always_hold_together_is_refused(schema) -> None:
     """Equal branches of a oneOf both hold wherever one does, so they never count as one: the
@@ -711,7 +788,7 @@ def test_string_lengths_count_code_points(s: str) -> None:
         ({"type": "object", "properties": {"a": {"type": "string"}}, "patternProperties": {"^a": {"type": "integer"}}, "additionalProperties": False},
          "#/properties/a"),  # no valid value, and no rule would keep its literal in the lexer
         ({"$ref": "http://example.com/s.json"}, "#/$ref"),
-        ({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}, "#/oneOf"),
+        ({"oneOf": [{"type": "array"}, {"type": "array", "maxItems": 3}]}, "#/oneOf"),
         ({"type": "number", "not": {"type": "integer"}}, "#/not"),
         ({"allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}], "$defs": {"a": {"additionalProperties": {"$ref": "#/$defs/a2"}},
           "a2": {"additionalProperties": {"$ref": "#/$defs/a"}, "minProperties": 1}, "b": {"additionalProperties": {"$ref": "#/$defs/b"}}}},

@@ -38,6 +38,7 @@ from ..regex import C, Ranges, _complement, _normalize, class_ranges, sre_parse
 Node = Union[tuple]
 EMPTY: Node = ("seq", [])
 ANY_CHAR: Node = ("chars", _complement(()))
+ANY_STRING: Node = ("rep", ANY_CHAR, 0, None)
 
 
 class RegexError(GrammarError):

@@ -276,10 +276,10 @@ def _seq(*parts: Node) -> Node:
     return items[0] if len(items) == 1 else ("seq", items)  # (no items: the empty string)
 
 
-def intersect(nodes: list[Node]) -> Node | None:
-    """A node for the strings in every node's language (None when too large to compute); the
-    empty language is ``("alt", [])``."""
-    got = dfa(nodes)
+def intersect(nodes: list[Node], minus: list[Node] = ()) -> Node | None:
+    """A node for the strings in every node's language and in none of ``minus``'s (None when too
+    large to compute); the empty language is ``("alt", [])``."""
+    got = dfa(nodes, minus=minus)
     if got is None:
         return None
     trans, accepting, live = got

@@ -9,7 +9,8 @@ The canonical form (what every engine generates, and what MaskBench serializes):
   others (with ``anyOf``/``oneOf`` branches that differ in ``required``, also each branch's
   required ones first), and where ``allOf``, ``$ref`` beside keywords or a ``oneOf``/``anyOf`` branch merged
   two lists of properties, the merged part's members first; none of these with ``any_order=0``,
-  which ``Grammar.from_json_schema`` asks for where those orders are not LALR(1)), then the
+  which ``Grammar.from_json_schema`` asks for where those orders are not LALR(1) even with
+  ``object_unions``), then the
   members the schema does not name (when additional properties are allowed), in any order (in
   an object of at most ``ANY_ORDER`` named members, names that only ``dependencies`` or ``not``
   name, which are tracked as members, go among them);
@@ -69,17 +70,20 @@ ORDERS = "$greatgramma:orders"  # internal: other member orders a merge gives (l
 NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see negation)
 NOT_ALL = "$greatgramma:notAll"  # internal: tuples of member names, each never all present (`not` of `required`)
 PATTERNS = "$greatgramma:patterns"  # internal: more patterns a string must hold (allOf of several `pattern`)
-INTERNAL = {REQUIRED_ANY_OF, EXACTLY_ONE, ORDERS, NOT_STRINGS, NOT_ALL, PATTERNS}
+UNION_AT = "$greatgramma:unionAt"  # internal: beside an anyOf/oneOf that an allOf merged in, the members before it
+INTERNAL = {REQUIRED_ANY_OF, EXACTLY_ONE, ORDERS, NOT_STRINGS, NOT_ALL, PATTERNS, UNION_AT}
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
 
 def json_schema_to_lark(
     schema: dict | bool | str, *, whitespace: str | int = "json", additional_properties: bool = True,
-    max_repeat: int = MAX_REPEAT, any_order: int = ANY_ORDER,
+    max_repeat: int = MAX_REPEAT, any_order: int = ANY_ORDER, object_unions: bool = False,
 ) -> str:
     """The Lark grammar text of ``schema`` (a dict, a bool or JSON text); see the module docstring.
     Objects with at most ``any_order`` named members take them in any order (0: none does, and no
-    object takes its required members first either)."""
+    object takes its required members first either). With ``object_unions``, every ``oneOf`` or
+    ``anyOf`` over objects that can be is one object rule (``object_union``; otherwise only a
+    ``oneOf`` whose objects may overlap is): LALR(1) where separate object rules are not."""
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
@@ -94,7 +98,7 @@ def json_schema_to_lark(
     try:
         empty: frozenset = frozenset()
         for _ in range(EMPTY_PASSES):
-            walker = _Walker(schema, whitespace, additional_properties, max_repeat, any_order, empty)
+            walker = _Walker(schema, whitespace, additional_properties, max_repeat, any_order, object_unions, empty)
             text = walker.grammar()
             if not walker.terms.found_empty:
                 return text
@@ -107,9 +111,9 @@ def json_schema_to_lark(
 
 class _Walker:
     def __init__(self, root, whitespace, additional_properties: bool, max_repeat: int, any_order: int,
-                 known_empty: frozenset = frozenset()):
+                 object_unions: bool, known_empty: frozenset = frozenset()):
         self.root = root
-        self.any_order = any_order
+        self.any_order, self.object_unions = any_order, object_unions
         self.terms = Terminals(whitespace=whitespace, known_empty=known_empty)
         self.allow_additional = additional_properties
         self.max_repeat = max_repeat
@@ -362,6 +366,16 @@ class _Walker:
         return lo, hi
 
     def t_string(self, schema, ptr):
+        node = self.string_node(schema, ptr)
+        if node is None:
+            return self.string_rule(schema, None, None, ptr)
+        if rx.is_empty_language(node):
+            return None  # no string is valid: no alternative
+        return self.string_rule(schema, self.terms.string_language(node, ptr), node, ptr)
+
+    def string_node(self, schema, ptr):
+        """The language of the strings the schema's ``format``, ``pattern``s and length bounds
+        take, as a regex node (None: every string)."""
         nodes = []
         if "format" in schema:
             node = format_node(schema["format"])
@@ -383,7 +397,7 @@ class _Walker:
         if lo or hi is not None:
             nodes = _with_length(nodes, lo, hi, ptr, self.terms)
         if not nodes:
-            return self.string_rule(schema, None, None, ptr)
+            return None
         node = nodes[0]
         if len(nodes) > 1:  # format and pattern (and a length bound): the strings all of them take
             from .intersect import intersect
@@ -391,9 +405,7 @@ class _Walker:
             node = intersect(nodes)
             if node is None:
                 raise SchemaError(ptr, "pattern", "the language of the pattern together with the format and lengths is too large to build")
-        if rx.is_empty_language(node):
-            return None  # no string is valid: no alternative
-        return self.string_rule(schema, self.terms.string_language(node, ptr), node, ptr)
+        return node
 
     def string_rule(self, schema, language, node, ptr: str) -> str:
         """The strings of the language but those ``not`` excludes (see negation): each excluded
@@ -588,14 +600,15 @@ class _Walker:
                 out.append((name, list(dep.get("required", [])), forbid))
         return out
 
-    def object_union(self, branches: list[tuple], ptr: str) -> tuple[list[str], list[tuple]] | None:
-        """A oneOf whose alternatives (``branches``: (schema, pointer) pairs) that may be objects
-        are objects alone (``type``, ``properties``, ``required``, ``additionalProperties``, after
-        ``allOf``; the same ``additionalProperties`` in each) and whose others cannot overlap: the
-        objects as one object rule that tracks which branches its members leave possible (each
-        member's values split by the branches that take them, :meth:`member_regions`), ending
-        right where exactly one branch is left with its required members present; and the other
-        branches, as they are. None where the branches are not of that form."""
+    def object_union(self, branches: list[tuple], ptr: str, exactly_one: bool) -> tuple[list[str], list[tuple]] | None:
+        """A oneOf (``exactly_one``) or anyOf whose alternatives (``branches``: (schema, pointer)
+        pairs) that may be objects are objects alone (``type``, ``properties``, ``required``,
+        ``additionalProperties``, after ``allOf``; the same ``additionalProperties`` in each) and,
+        for a oneOf, whose others cannot overlap: the objects as one object rule that tracks which
+        branches its members leave possible (each member's values split by the branches that take
+        them, :meth:`member_regions`), ending right where exactly one branch (anyOf: some branch)
+        is left with its required members present; and the other branches, as they are. None
+        where the branches are not of that form."""
         plain = {"type", "properties", "required", "additionalProperties", ORDERS}  # (ORDERS: ignored)
         read = (ASSERTIONS | REFUSED | INTERNAL) - plain  # (other keywords are annotations)
         objs, others = [], []
@@ -615,8 +628,8 @@ class _Walker:
         if len(objs) < 2 or (others and any("type" not in b for b in objs)):
             return None
         kinds = [_types_of(b) for b, _ in others]
-        if any(kinds[i] & kinds[j] and not _disjoint_constants(others[i][0], others[j][0])
-               for i in range(len(others)) for j in range(i + 1, len(others))):
+        if exactly_one and any(kinds[i] & kinds[j] and not _disjoint_constants(others[i][0], others[j][0])
+                               for i in range(len(others)) for j in range(i + 1, len(others))):
             return None
         extra = [b.get("additionalProperties", True if self.allow_additional else False) for b in objs]
         if not all(_json_eq(extra[0], e) for e in extra[1:]):
@@ -647,15 +660,47 @@ class _Walker:
             keys = _unless_empty(lambda: t.strings(None, frozenset(names), frozenset(), ptr=ptr + "/additionalProperties"))
             addl = f"{keys} {t.punct('COLON')} {v}" if v is not None and keys is not None else None
         required = [frozenset(index[n] for n in b.get("required", [])) for b in objs]
-        allow_empty = sum(not r for r in required) == 1
+        allow_empty = _ends_right(frozenset(i for i, r in enumerate(required) if not r), exactly_one)
         # properties; each branch's own members first (a merge's orders); each branch's required first
-        heads = [[], *(o for b in objs for o in b.get(ORDERS, [])), *(b.get("required", []) for b in objs)]
+        heads = [[], *_merged_orders([b.get(ORDERS, []) for b in objs]), *(b.get("required", []) for b in objs)]
         obj = self.object_of(members, addl, allow_empty, required, [[index[n] for n in h if n in index] for h in heads],
-                             True, regions=regions)
+                             exactly_one, regions=regions)
         out = [obj] if obj else []
-        if sum("type" not in b for b in objs) == 1:  # a non-object holds for that branch alone
+        if _ends_right(frozenset(i for i, b in enumerate(objs) if "type" not in b), exactly_one):  # a non-object holds for those branches alone
             out += self.alternatives({"type": [x for x in TYPES if x != "object"]}, ptr)
         return out, others
+
+    def string_union(self, branches: list[tuple], ptr: str) -> list[str] | None:
+        """A oneOf whose alternatives (``branches``) constrain strings alone (``type``,
+        ``pattern``, ``format``, ``minLength``/``maxLength``): the strings exactly one alternative
+        takes (its language less the others', a language of its own) and the values of each other type
+        exactly one alternative takes. None where the alternatives are not of that form, or
+        where the numbers exactly one takes are the non-integral ones only."""
+        from .intersect import intersect
+
+        string_keywords = {"type", "pattern", "format", "minLength", "maxLength", PATTERNS}
+        kinds = ("null", "boolean", "object", "array", "string", "integer", "fraction")
+        takes, nodes = [], []
+        for b, p in branches:
+            b = {} if b is True else b
+            if not isinstance(b, dict) or set(b) - ANNOTATIONS - string_keywords:
+                return None
+            types = b.get("type", list(TYPES))
+            types = {types} if isinstance(types, str) else set(types)
+            takes.append({k for k in kinds if k in types or (k in ("integer", "fraction") and "number" in types)})
+            nodes.append((self.string_node(b, p) or rx.ANY_STRING) if "string" in takes[-1] else None)
+        once = [k for k in kinds if sum(k in t for t in takes) == 1]
+        if "fraction" in once and "integer" not in once:
+            return None
+        out = self.alternatives({"type": [k for k in once if k in TYPES and k != "string"] + (["number"] if "fraction" in once else [])}, ptr)
+        for i, node in enumerate(nodes):  # the strings of one alternative that no other takes: a language of their own
+            if node is not None:
+                alone = intersect([node], minus=[n for j, n in enumerate(nodes) if j != i and n is not None])
+                if alone is None:
+                    raise SchemaError(ptr, "oneOf", "the strings one alternative takes and no other does form a language too large to build")
+                if not rx.is_empty_language(alone):
+                    out.append(self.string_rule({}, self.terms.string_language(alone, f"{ptr}/oneOf/{i}"), alone, ptr))
+        return out
 
     def merged_all_of(self, schema: dict, ptr: str):
         """A schema with ``allOf``: the schema without it, each member merged in."""
@@ -796,8 +841,8 @@ class _Walker:
         n = len(members)
         if branches is None:
             branches = [frozenset(i for i, (_, req) in enumerate(members) if req)]
-        if not exactly_one and forbids is None:  # (with forbids, equal required sets differ in what they rule out)
-            branches = list(dict.fromkeys(branches))
+        if not exactly_one and forbids is None and regions is None:  # (equal required sets may differ in what they
+            branches = list(dict.fromkeys(branches))  # rule out, or in the values regions leave them)
         everyone = frozenset(range(len(branches)))
         tail = f"({comma} {addl})*" if addl else ""
         afters: dict = {}
@@ -1035,6 +1080,8 @@ class _Walker:
             sub = self.deref(sub, f"{ptr}/{kw}/{i}")
             sub = _checked_keywords(sub, f"{ptr}/{kw}/{i}") if isinstance(sub, dict) else sub
             merged = self.merge(siblings, sub, f"{ptr}/{kw}/{i}") if siblings else sub
+            if UNION_AT in siblings and isinstance(merged, dict):  # the branch's members also where the union stood
+                merged = _in_turn(merged, siblings[UNION_AT], sub)
             if kw == "oneOf" or not any(_json_eq(merged, b) for b, _ in branches):  # (a oneOf counts equal ones)
                 branches.append((merged, f"{ptr}/{kw}/{i}"))
         if kw == "oneOf" and len(branches) > 1:
@@ -1047,16 +1094,23 @@ class _Walker:
             kinds = [_types_of(b) for b, _ in branches]
             overlap = next(((i, j) for i in range(len(kinds)) for j in range(i + 1, len(kinds))
                             if kinds[i] & kinds[j] and not _disjoint_constants(branches[i][0], branches[j][0])), None)
-            if overlap is not None:
-                got = self.object_union(branches, ptr)
-                if got is None:
+            got = self.object_union(branches, ptr, True) if overlap is not None or self.object_unions else None
+            if got is None and overlap is not None:
+                strings = self.string_union(branches, ptr)
+                if strings is None:
                     raise SchemaError(ptr, kw, f"alternatives {overlap[0]} and {overlap[1]} may both match an instance; oneOf "
-                                      "is only supported when they cannot, or for objects told apart member by member")
+                                      "is only supported when they cannot, for objects told apart member by member, or for "
+                                      "alternatives that constrain strings alone")
+                got = strings, []
+            if got is not None:
                 objects, branches = got
         if kw == "anyOf" and len(branches) > 1:
             merged = _required_any_of([b for b, _ in branches])
             if merged is not None:
                 return self.alternatives(merged, ptr)
+            got = self.object_union(branches, ptr, False) if self.object_unions else None
+            if got is not None:
+                objects, branches = got
         out = objects
         for b, p in branches:
             try:
@@ -1114,7 +1168,7 @@ class _Walker:
             return False
         out = dict(a)
         for k, v in b.items():
-            if k == ORDERS:
+            if k in (ORDERS, UNION_AT):
                 continue  # (below)
             if k in ANNOTATIONS or k not in out or _json_eq(out[k], v):
                 out[k] = out.get(k, v) if k in ANNOTATIONS else v
@@ -1146,6 +1200,11 @@ class _Walker:
                 out[k] = [x for x in w if any(_json_eq(x, y) for y in v)]
             else:
                 raise SchemaError(ptr, k, f"allOf with two different `{k}` cannot be merged exactly")
+        if UNION_AT not in out:  # an allOf part that is a union, after others' members (see union)
+            if any(kw in b and kw not in a for kw in ("anyOf", "oneOf")) and a.get("properties"):
+                out[UNION_AT] = list(a["properties"])
+            elif UNION_AT in b:
+                out[UNION_AT] = b[UNION_AT]
         if a.get("properties") and b.get("properties") or ORDERS in a or ORDERS in b:
             # each side's own orders, then b's members first (instances often write the members of
             # an allOf part or a oneOf branch before those of the schema around it)
@@ -1286,7 +1345,7 @@ _KEYWORDS_OF = {  # the keywords that apply to one type only (the others apply t
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "array": {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains"},
     "object": {"properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties",
-               *DEPENDENCIES, REQUIRED_ANY_OF, EXACTLY_ONE, ORDERS, NOT_ALL},
+               *DEPENDENCIES, REQUIRED_ANY_OF, EXACTLY_ONE, ORDERS, NOT_ALL, UNION_AT},
 }
 
 
@@ -1376,6 +1435,50 @@ def _required_any_of(branches: list):
     return {**rest[0], REQUIRED_ANY_OF: [list(b.get("required", [])) for b in branches]}
 
 
+def _in_turn(merged: dict, before: list, branch) -> dict:
+    """A union's branch merged with the schema around it (``merged``), which an allOf made of
+    parts with members ``before`` the union's and others after: also the order of the parts in
+    turn (the branch's members after ``before``), unless the orders are full."""
+    merged = {k: v for k, v in merged.items() if k != UNION_AT}
+    if isinstance(branch, dict) and UNION_AT in branch:  # (the branch's own union's)
+        merged[UNION_AT] = branch[UNION_AT]
+    own = list(branch.get("properties", {})) if isinstance(branch, dict) else []
+    names = list(merged.get("properties", {}))
+    orders = merged.get(ORDERS, [])
+    if own and len(orders) < MAX_ORDERS:
+        merged[ORDERS] = [o for o in _completed([*orders, [*before, *own]], names) if o != names][:MAX_ORDERS]
+    return merged
+
+
+def _merged_orders(orders: list[list[list]]) -> list[list]:
+    """The member orders of a union's objects (``orders``: per branch, its orders): the k-th
+    orders of the branches as one where they agree on every pair of members they share (each
+    branch's members then written in its order), else each apart."""
+    out = []
+    for k in range(max(map(len, orders), default=0)):
+        seqs = [o[k] for o in orders if k < len(o)]
+        merged = _merged_sequence(seqs)
+        out += seqs if merged is None else [merged]
+    return out
+
+
+def _merged_sequence(seqs: list[list]) -> list | None:
+    """One sequence of the names of ``seqs`` that keeps the order of each (earliest-seen first
+    where they leave a choice); None where they disagree."""
+    rank = {n: i for i, n in enumerate(dict.fromkeys(n for q in seqs for n in q))}
+    before: dict = {n: set() for n in rank}
+    for q in seqs:
+        for x, y in zip(q, q[1:]):
+            before[y].add(x)
+    out: list = []
+    while len(out) < len(rank):
+        ready = [n for n in rank if n not in out and before[n] <= set(out)]
+        if not ready:
+            return None
+        out.append(ready[0])
+    return out
+
+
 def _completed(heads: list[list], everything: list) -> list[list]:
     """Each head (without repeats) followed by the rest of ``everything`` in its order; equal
     results once, in the order of their heads."""
@@ -1427,22 +1530,46 @@ def _disjoint_constants(a, b) -> bool:
                 return True
         for name in set(a.get("required", [])) & set(b.get("required", [])):
             pa, pb = a.get("properties", {}).get(name), b.get("properties", {}).get(name)
-            if _disjoint_constants(pa, pb):
+            if _disjoint(pa, pb):
                 return True
-        return _disjoint_strings(a, b)
+        return _disjoint_strings(a, b) or _disjoint_arrays(a, b)
     return False
 
 
+def _disjoint(a, b) -> bool:
+    """Two schemas no instance satisfies both of, as far as their types and constants tell."""
+    return not _types_of(a) & _types_of(b) or _disjoint_constants(a, b)
+
+
+def _disjoint_arrays(a: dict, b: dict) -> bool:
+    """Two schemas whose common instances could only be arrays, and no array is both: their
+    bounds on the number of items do not meet, or both take at least one item and their
+    ``items`` schemas are disjoint (other keywords only narrow them further)."""
+    if not _types_of(a) & _types_of(b) <= {"array"} or "prefixItems" in a or "prefixItems" in b:
+        return False
+    lo = [x.get("minItems", 0) for x in (a, b)]
+    hi = [x.get("maxItems", math.inf) for x in (a, b)]
+    if not all(isinstance(v, (int, float)) for v in lo + hi):
+        return False
+    if max(lo) > min(hi):
+        return True
+    items = [x.get("items", True) for x in (a, b)]
+    return max(lo) >= 1 and all(isinstance(i, (dict, bool)) for i in items) and (False in items or _disjoint(*items))
+
+
 def _disjoint_strings(a: dict, b: dict) -> bool:
-    """Two schemas whose common instances could only be strings, and no string is both: the
-    constants of one all miss the other's ``pattern``, or the two patterns' languages (ECMA
-    searches) are disjoint."""
+    """Two schemas whose common instances could only be strings, and no string is both: their
+    bounds on the length do not meet, the constants of one all miss the other's ``pattern``, or
+    the two patterns' languages (ECMA searches) are disjoint."""
     import re
 
     from .relations import relation
 
     if not _types_of(a) & _types_of(b) <= {"string"}:
         return False
+    lo, hi = [x.get("minLength", 0) for x in (a, b)], [x.get("maxLength", math.inf) for x in (a, b)]
+    if all(isinstance(v, (int, float)) for v in lo + hi) and max(lo) > min(hi):
+        return True
     langs = []
     for x in (a, b):
         try:
