@@ -145,14 +145,17 @@ class Grammar:
             )
             return cls(text, source="<json schema>", strict=True)
 
-        tries = [(ANY_ORDER, False), (ANY_ORDER, True), (0, False), (0, True)]
-        for k, (any_order, object_unions) in enumerate(tries):
-            try:
-                return build(any_order, object_unions)
-            except GrammarError as exc:
-                if exc.kind != "conflict" or k == len(tries) - 1:
-                    raise
-        raise AssertionError("unreachable")
+        error = None
+        for any_order in (ANY_ORDER, 0):
+            for object_unions in (False, True):  # (the second only where the first's rules conflict)
+                try:
+                    return build(any_order, object_unions)
+                except GrammarError as exc:
+                    if not object_unions:  # (the plain form's refusal is the one reported)
+                        if exc.kind != "conflict":
+                            raise
+                        error = exc
+        raise error
 
     @classmethod
     def from_regex(cls, pattern: str) -> Grammar:

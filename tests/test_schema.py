@@ -603,6 +603,13 @@ OBJECT_UNIONS = [  # oneOf over objects that only their members' values tell apa
      {"p": [2], "q": [3], "r": [1], "shape": ["circle", "square"]}),
     ({"oneOf": [{"type": "object", "properties": {"k": {"const": c}, **{f"m{i}": {"type": "integer"} for i in range(5)}}} for c in "ab"]},
      {"k": ["a", "b", "c"], "m0": [1], "m3": [2.5]}),  # one order only
+    ({"oneOf": [{"type": "object", "properties": {"k": {"const": "a"}, "x": {"type": "string"}}, "additionalProperties": False},
+                {"type": "object", "properties": {"k": {"type": "string", "pattern": "^b"}, "y": {"type": "integer"}}}]},
+     {"k": ["a", "b", "c"], "x": ["s"], "y": [1], "zz": [1]}),  # additional members rule out the first
+    ({"oneOf": [{"type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}, "required": ["s"]},
+                {"type": "object", "properties": {"s": {"type": "string", "minLength": 2}, "n": {"type": "string", "maxLength": 1}},
+                 "required": ["n"]}]},
+     {"s": ["a", "ab", "b", "bb", 1], "n": ["", "nn", 1]}),  # overlapping string languages: split into disjoint ones
 ]
 
 
@@ -611,7 +618,8 @@ OBJECT_UNIONS = [  # oneOf over objects that only their members' values tell apa
 def test_object_unions_agree_with_jsonschema(k, kw) -> None:
     """A oneOf (or the same anyOf) of objects told apart member by member (a discriminator that
     is not required, a member whose values split by type, a branch without ``type``, a non-object
-    branch, and an object past ``ANY_ORDER`` members), as one object rule (``object_unions``: an
+    branch, an object past ``ANY_ORDER`` members, a branch without additional members, strings of
+    overlapping languages), as one object rule (``object_unions``: an
     anyOf takes that form where its separate object rules are not LALR(1)): every choice of values
     for up to three members, in ``properties`` order (and reversed: never accepted where
     invalid), and some non-objects, against jsonschema."""
@@ -896,6 +904,80 @@ def test_any_schema_gives_a_grammar_or_a_schema_error(schema) -> None:
         gg.Grammar.from_json_schema(schema)
     except gg.GrammarError:
         pass
+
+
+def _random_union(rng) -> dict:
+    """A small oneOf/anyOf (or one an allOf merges in) over objects, strings or arrays."""
+    def value():
+        return rng.choice([{"type": "string", "pattern": rng.choice(["^a", "b", "a|b"])}, {"type": "string"}, {"type": "integer"},
+                           {"enum": rng.sample(["a", "b", 1, None], 2)}, {"const": rng.choice(["a", 1, True])}, {"type": ["string", "null"]},
+                           {"type": "string", "minLength": 2}, {"type": "array", "items": {"type": "integer"}}, True])
+
+    def obj(typed=True):
+        names = rng.sample(["a", "b", "c", "k"], rng.randint(1, 3))
+        out = {"properties": {n: value() for n in names}, **({"type": "object"} if typed else {})}
+        if rng.random() < 0.5:
+            out["required"] = rng.sample(names, rng.randint(1, len(names)))
+        if rng.random() < 0.3:
+            out["additionalProperties"] = False
+        return out
+
+    kw, r = rng.choice(["oneOf", "anyOf"]), rng.random()
+    if r < 0.55:
+        return {kw: [obj(rng.random() < 0.8) for _ in range(rng.randint(2, 3))]}
+    if r < 0.75:
+        return {"allOf": [{"type": "object", "properties": {"p": {"type": "integer"}}}, {kw: [obj(False), obj(False)]},
+                          {"properties": {"q": {"type": "string"}}}]}
+    if r < 0.9:
+        return {"oneOf": [rng.choice([{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b"}, {"type": "string"},
+                                      {"type": "string", "maxLength": 1}, {"pattern": "^a"}, {"type": ["string", "null"]},
+                                      {"type": "integer"}]) for _ in range(rng.randint(2, 3))]}
+    return {"oneOf": [{"type": "array", "items": {"type": rng.choice(["integer", "string"])}, "minItems": rng.randint(0, 2)}
+                      for _ in range(2)]}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_unions_accept_only_valid_instances(seed) -> None:
+    """Random unions (the object, string and array unions above, with and without
+    ``additionalProperties``, ``required``, overlapping languages): each compiles or is refused
+    with a GrammarError, and an accepted instance is one jsonschema finds valid (random members
+    in random orders); where the objects take any order (at most five names, no fallback to
+    ``properties`` order), an instance of members every alternative declares is accepted
+    exactly when valid."""
+    import random
+
+    import jsonschema
+
+    from greatgramma.frontends.json_schema import json_schema_to_lark
+
+    def takes_any_order(schema) -> bool:
+        for unions in (False, True):
+            try:
+                gg.Grammar(json_schema_to_lark(schema, object_unions=unions), strict=True)
+                return True
+            except gg.GrammarError:
+                pass
+        return False
+
+    rng = random.Random(seed)
+    pool = ["a", "b", "ab", "ba", "x", "", "aa", 1, 2, 1.5, True, None, [], [1], ["a"]]
+    for _ in range(15):
+        schema = _random_union(rng)
+        try:
+            m = masker_for(json.dumps(schema))
+        except gg.GrammarError:
+            continue
+        valid = jsonschema.validators.validator_for(schema)(schema).is_valid
+        union = schema["allOf"][1] if "allOf" in schema else schema
+        names = [set(b.get("properties", {})) | ({"p", "q"} if "allOf" in schema else set()) for b in next(iter(union.values()))]
+        declared = set.intersection(*names)
+        exact = len(set.union(*names)) <= 5 and takes_any_order(schema)
+        for inst in pool + [{n: rng.choice(pool) for n in rng.sample(["a", "b", "c", "k", "p", "q", "z"], rng.randint(0, 4))}
+                            for _ in range(25)]:
+            got = accepts(m, json.dumps(inst))
+            assert not got or valid(inst), (schema, inst)
+            if exact and (not isinstance(inst, dict) or set(inst) <= declared):
+                assert got == valid(inst), (schema, inst)
 
 
 def test_items_false_takes_only_the_empty_array() -> None:

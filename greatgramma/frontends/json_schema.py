@@ -63,6 +63,7 @@ ANY_ORDER = 5  # objects of at most this many named members take them in any ord
 EMPTY_PASSES = 4  # walks of a schema, each knowing the sets of lexemes the ones before found empty
 FEW_ORDERS = 24  # objects of up to this many named members also take a few other orders (order_rules)
 MAX_ORDERS = 4  # the orders one object takes at most
+MAX_ATOM_PARTS = 3  # overlapping string languages of one member that string_atoms splits (2**n - 1 parts)
 MAX_BRANCHES = 16  # ways an object's dependencies and `not`s may be met (members required and ruled out) its rules track
 REQUIRED_ANY_OF = "$greatgramma:requiredAnyOf"  # internal: an anyOf of required sets (see union)
 EXACTLY_ONE = "$greatgramma:exactlyOne"  # internal: beside REQUIRED_ANY_OF, from a oneOf: exactly one set is all present
@@ -71,7 +72,9 @@ NOT_STRINGS = "$greatgramma:notStrings"  # internal: strings `not` excludes (see
 NOT_ALL = "$greatgramma:notAll"  # internal: tuples of member names, each never all present (`not` of `required`)
 PATTERNS = "$greatgramma:patterns"  # internal: more patterns a string must hold (allOf of several `pattern`)
 UNION_AT = "$greatgramma:unionAt"  # internal: beside an anyOf/oneOf that an allOf merged in, the members before it
-INTERNAL = {REQUIRED_ANY_OF, EXACTLY_ONE, ORDERS, NOT_STRINGS, NOT_ALL, PATTERNS, UNION_AT}
+LANGUAGE = "$greatgramma:language"  # internal: the strings of a regex node (a part of overlapping languages; see string_atoms)
+MINUS = "$greatgramma:minus"  # internal: beside LANGUAGE, regex nodes whose strings it leaves out
+INTERNAL = {REQUIRED_ANY_OF, EXACTLY_ONE, ORDERS, NOT_STRINGS, NOT_ALL, PATTERNS, UNION_AT, LANGUAGE, MINUS}
 _ANY: dict = {}  # every schema that allows anything shares one rule
 
 
@@ -138,10 +141,11 @@ class _Walker:
         rules = [f"start: {start}", *filter(None, self.rules), *rules]
         if self.lexed_apart:
             used = _reachable(rules)
-            for ptr, literal in self.lexed_apart:
-                if literal not in used:
-                    raise SchemaError(ptr, "", "this string is excluded (a property no value is valid for, or `not`), and "
-                                      "only a terminal of its own would tell it apart, which no rule here reaches; not supported")
+            for ptr, terminal in self.lexed_apart:  # (a language: the terminals that lex its strings)
+                if ({terminal} | self.terms.inside.get(terminal, set())) - self.terms.shadowed - used:
+                    raise SchemaError(ptr, "", "these strings are excluded (a property no value is valid for, `not`, or "
+                                      "another alternative's strings), and only a terminal of their own would tell them "
+                                      "apart, which no rule here reaches; not supported")
         return "\n".join([*rules, *terms]) + "\n"
 
     def rule(self, alts: list[str]) -> str:
@@ -376,6 +380,8 @@ class _Walker:
     def string_node(self, schema, ptr):
         """The language of the strings the schema's ``format``, ``pattern``s and length bounds
         take, as a regex node (None: every string)."""
+        if LANGUAGE in schema:
+            return schema[LANGUAGE]
         nodes = []
         if "format" in schema:
             node = format_node(schema["format"])
@@ -418,7 +424,10 @@ class _Walker:
             excluded = [v for v in excluded if raw.fullmatch(v)]
         for v in excluded:
             self.lexed_apart.append((f"{ptr}/not", self.terms.literal(v)))
-        return self.terms.strings(language, frozenset(excluded), ptr=ptr)
+        minus = frozenset(self.terms.string_language(n, ptr) for n in schema.get(MINUS, []))
+        for name in minus:  # (their lexemes are told apart only where some rule reaches their terminals)
+            self.lexed_apart.append((ptr, name))
+        return self.terms.strings(language, frozenset(excluded), minus, ptr=ptr)
 
     def t_array(self, schema, ptr):
         if schema.get("uniqueItems") is True:
@@ -548,19 +557,19 @@ class _Walker:
                               exactly_one, forbids, anywhere=anywhere)
 
     def object_of(self, members, addl, allow_empty: bool, branches, heads: list[list[int]], exactly_one: bool = False,
-                  forbids=None, regions=None, anywhere: bool = False) -> str:
+                  forbids=None, regions=None, anywhere: bool = False, open_to: frozenset | None = None) -> str:
         """The rules of an object: its named members in any order where there are few of them
         (``any_order_rules``), else in the orders that start with one of ``heads`` (member
         indices; ``order_rules``) where that gives more than one, else in ``properties`` order
         (``object_rules``)."""
         if anywhere or 2 <= len(members) <= self.any_order:
-            return self.any_order_rules(members, addl, allow_empty, branches, exactly_one, forbids, regions, anywhere)
+            return self.any_order_rules(members, addl, allow_empty, branches, exactly_one, forbids, regions, anywhere, open_to)
         if self.any_order and len(members) <= FEW_ORDERS:
             orders = _completed(heads, list(range(len(members))))[:MAX_ORDERS]
             if len(orders) > 1:
-                return self.order_rules(members, addl, allow_empty, orders, branches, exactly_one, forbids, regions)
+                return self.order_rules(members, addl, allow_empty, orders, branches, exactly_one, forbids, regions, open_to)
         return self.object_rules(members, addl, allow_empty, branches=branches, exactly_one=exactly_one, forbids=forbids,
-                                 regions=regions)
+                                 regions=regions, open_to=open_to)
 
     def dependencies(self, schema, ptr: str) -> list[tuple[str, list[str], list[str]]]:
         """``dependencies``, ``dependentRequired`` and ``dependentSchemas`` as (name, the names
@@ -603,7 +612,8 @@ class _Walker:
     def object_union(self, branches: list[tuple], ptr: str, exactly_one: bool) -> tuple[list[str], list[tuple]] | None:
         """A oneOf (``exactly_one``) or anyOf whose alternatives (``branches``: (schema, pointer)
         pairs) that may be objects are objects alone (``type``, ``properties``, ``required``,
-        ``additionalProperties``, after ``allOf``; the same ``additionalProperties`` in each) and,
+        ``additionalProperties``, after ``allOf``; the same ``additionalProperties`` in each, or
+        false: the first additional member rules that branch out) and,
         for a oneOf, whose others cannot overlap: the objects as one object rule that tracks which
         branches its members leave possible (each member's values split by the branches that take
         them, :meth:`member_regions`), ending right where exactly one branch (anyOf: some branch)
@@ -632,8 +642,10 @@ class _Walker:
                                for i in range(len(others)) for j in range(i + 1, len(others))):
             return None
         extra = [b.get("additionalProperties", True if self.allow_additional else False) for b in objs]
-        if not all(_json_eq(extra[0], e) for e in extra[1:]):
+        taken = [e for e in extra if e is not False]  # (additional members: the same schema, or none, in each)
+        if not all(_json_eq(taken[0], e) for e in taken[1:]):
             return None
+        open_to = None if len(taken) == len(extra) else frozenset(i for i, e in enumerate(extra) if e is not False)
         t = self.terms
         names = list(dict.fromkeys(n for b in objs for n in b.get("properties", {})))
         index = {n: i for i, n in enumerate(names)}
@@ -642,7 +654,7 @@ class _Walker:
         members, regions = [], []
         for n in names:
             at = f"{ptr}/properties/{_escape(n)}"
-            split = self.member_regions([b.get("properties", {}).get(n, extra[0]) for b in objs], at)
+            split = self.member_regions([b.get("properties", {}).get(n, e) for b, e in zip(objs, extra)], at)
             if split is None:
                 return None
             ways = []
@@ -655,8 +667,8 @@ class _Walker:
             members.append((ways[0][0], False))
             regions.append(ways)
         addl = None
-        if extra[0] is not False:
-            v = self.member_value(extra[0], ptr + "/additionalProperties")
+        if taken:
+            v = self.member_value(taken[0], ptr + "/additionalProperties")
             keys = _unless_empty(lambda: t.strings(None, frozenset(names), frozenset(), ptr=ptr + "/additionalProperties"))
             addl = f"{keys} {t.punct('COLON')} {v}" if v is not None and keys is not None else None
         required = [frozenset(index[n] for n in b.get("required", [])) for b in objs]
@@ -664,7 +676,7 @@ class _Walker:
         # properties; each branch's own members first (a merge's orders); each branch's required first
         heads = [[], *_merged_orders([b.get(ORDERS, []) for b in objs]), *(b.get("required", []) for b in objs)]
         obj = self.object_of(members, addl, allow_empty, required, [[index[n] for n in h if n in index] for h in heads],
-                             exactly_one, regions=regions)
+                             exactly_one, regions=regions, open_to=open_to)
         out = [obj] if obj else []
         if _ends_right(frozenset(i for i, b in enumerate(objs) if "type" not in b), exactly_one):  # a non-object holds for those branches alone
             out += self.alternatives({"type": [x for x in TYPES if x != "object"]}, ptr)
@@ -694,7 +706,7 @@ class _Walker:
             return None
         out = self.alternatives({"type": [k for k in once if k in TYPES and k != "string"] + (["number"] if "fraction" in once else [])}, ptr)
         for i, node in enumerate(nodes):  # the strings of one alternative that no other takes: a language of their own
-            if node is not None:
+            if node is not None:  # (not a rule of the language less the others': no rule would reach the lexemes of both)
                 alone = intersect([node], minus=[n for j, n in enumerate(nodes) if j != i and n is not None])
                 if alone is None:
                     raise SchemaError(ptr, "oneOf", "the strings one alternative takes and no other does form a language too large to build")
@@ -745,10 +757,68 @@ class _Walker:
                 else:
                     parts.append((part, set(which)))
             if any(not _disjoint_constants(a[0], b[0]) for k, a in enumerate(parts) for b in parts[k + 1:]):
-                return None
+                parts = self.string_atoms(parts, ptr) if kind == "string" else None
+                if parts is None:
+                    return None
             for part, which in parts:
                 by_branches.setdefault(frozenset(which), []).append(part)
         return [(parts, which) for which, parts in by_branches.items()]
+
+    def string_atoms(self, parts: list[tuple[dict, set]], ptr: str) -> list[tuple[dict, set]] | None:
+        """Overlapping schemas of strings (``parts``: each with the branches that take it) as
+        disjoint ones: per set of parts, the strings in those and in no other, with the branches
+        of those parts. Where one of the set lists its strings (``enum``), those of them; else
+        the set's language (``LANGUAGE``: one of them that the others all hold, or their
+        intersection) less the others' (``MINUS``). None where a part is more than that (``not``
+        excludes strings), there are more than ``MAX_ATOM_PARTS`` languages, or they are too
+        large to build."""
+        import re
+        from itertools import combinations
+
+        from .intersect import dfa, intersect
+
+        listed = [_constants(part) for part, _ in parts]
+        if None not in listed:  # listed strings only: split by value
+            by_value: dict[str, set] = {}
+            for values, (_, which) in zip(listed, parts):
+                for v in values:
+                    by_value.setdefault(v, set()).update(which)
+            grouped: dict[frozenset, list] = {}
+            for v, which in by_value.items():
+                grouped.setdefault(frozenset(which), []).append(v)
+            return [({"enum": values}, set(which)) for which, values in grouped.items()]
+        if len(parts) > MAX_ATOM_PARTS:
+            return None
+        nodes = []
+        for (part, _), values in zip(parts, listed):
+            if NOT_STRINGS in part or set(part) - ANNOTATIONS - {"type", "enum", "const", *_KEYWORDS_OF["string"]}:
+                return None
+            node = ("alt", [rx.literal(v) for v in values]) if values is not None else self.string_node(part, ptr)
+            nodes.append(node if node is not None else rx.ANY_STRING)
+        raws = [re.compile(rx.raw_regex(n)) for n in nodes]
+        atoms = []
+        for size in range(1, len(parts) + 1):
+            for inside in combinations(range(len(parts)), size):
+                outside = [n for i, n in enumerate(nodes) if i not in inside]
+                branches = set().union(*(parts[i][1] for i in inside))
+                lists = [i for i in inside if listed[i] is not None]
+                if lists:  # a subset of those listed strings
+                    kept = [v for v in listed[lists[0]] if all(raws[i].fullmatch(v) for i in inside)
+                            and not any(raws[j].fullmatch(v) for j in range(len(nodes)) if j not in inside)]
+                    atoms += [({"enum": kept}, branches)] if kept else []
+                    continue
+                got = dfa([nodes[i] for i in inside], minus=outside)
+                if got is None:
+                    return None
+                if _no_string(got):
+                    continue  # (no string is in just these)
+                within = next((nodes[i] for i in inside if _no_string(dfa([nodes[i]], minus=[nodes[j] for j in inside if j != i]))), None)
+                if within is None:
+                    within = nodes[inside[0]] if size == 1 else intersect([nodes[i] for i in inside])
+                if within is None:
+                    return None
+                atoms.append(({"type": "string", LANGUAGE: within, MINUS: outside}, branches))
+        return atoms
 
     def member_value(self, sub, ptr: str) -> str | None:
         """The value rule of a member that may be left out (None: no value is valid, so it never appears)."""
@@ -816,7 +886,7 @@ class _Walker:
         return self.merge(self.deref(sub, ptr), self.deref(deepest[2], ptr), f"{ptr}/properties/{_escape(name)}")
 
     def object_rules(self, members, addl, allow_empty: bool, branches=None, exactly_one: bool = False, forbids=None,
-                     regions=None) -> str:
+                     regions=None, open_to: frozenset | None = None) -> str:
         """``{`` members in order ``}``, each optional one may be left out, then the additional ones.
 
         ``after(i, A)``: the members from i on when the next one written is i or later (no comma
@@ -835,7 +905,9 @@ class _Walker:
         ``exactly_one``, only the places from which some choice of the members left ends with one
         branch in A have rules (``rest`` and ``after`` give None for the others). ``forbids``: per
         branch, the members it rules out (from ``dependencies``); writing one leaves it out of A;
-        ``regions``: per member, its texts by the branches they leave in A (``object_union``)."""
+        ``regions``: per member, its texts by the branches they leave in A (``object_union``);
+        ``open_to``: the branches that take additional members (None: all), which the first of
+        them leaves in A."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
@@ -854,14 +926,15 @@ class _Walker:
         def must(i: int, a: frozenset) -> bool:
             return all(i in branches[b] for b in a)
 
-        def may_end(i: int, a: frozenset) -> bool:
-            """Whether the object may end before member i (the rest left out)."""
-            return _ends_right(alive(a, range(i, n)), exactly_one)
+        def may_end(i: int, a: frozenset, extra: bool = False) -> bool:
+            """Whether the object may end before member i (the rest left out; ``extra``: after
+            additional members)."""
+            return _ends_right(_opened(alive(a, range(i, n)), open_to if extra else None), exactly_one)
 
         def after(i: int, a: frozenset) -> str | None:
             if (i, a) not in afters:
                 if i == n:
-                    afters[(i, a)] = f"{addl} {tail}" if addl and may_end(n, a) else None
+                    afters[(i, a)] = f"{addl} {tail}" if addl and may_end(n, a, True) else None
                 else:
                     alts = []
                     for j in range(i, min(n, i + SKIP_BLOCK)):
@@ -885,7 +958,9 @@ class _Walker:
             """As one symbol (or nothing), so that the rules of ``after`` do not copy runs; None
             where no member written from here on ends the object right."""
             if i == n:
-                return tail if may_end(n, a) else None
+                if not (addl and may_end(n, a, True)):
+                    return "" if may_end(n, a) else None
+                return tail if may_end(n, a) else f"({comma} {addl})+"
             if (i, a) not in rests:
                 alts = []
                 if not exactly_one or regions or _one_may_remain(branches, a, range(i, n)):
@@ -910,7 +985,7 @@ class _Walker:
         return " | ".join(out) if out else ""
 
     def any_order_rules(self, members, addl, allow_empty: bool, branches, exactly_one: bool = False, forbids=None,
-                        regions=None, anywhere: bool = False) -> str:
+                        regions=None, anywhere: bool = False, open_to: frozenset | None = None) -> str:
         """``{`` the named members in any order, each at most once, then the additional ones ``}``:
         one rule per set S of members written and set A of branches they leave possible,
         ``rest(S, A)``: a comma and a member not in S, or (once some branch in A lies in S;
@@ -919,8 +994,8 @@ class _Walker:
         alternative after a comma begins with its own key terminal; objects of a union told
         apart by a member's value still conflict (``Grammar.from_json_schema`` then asks for the
         ``properties`` order) unless they are one object (``object_union``). ``forbids`` and
-        ``regions``: as in ``object_rules``; ``anywhere``: the additional members also before and
-        between the named ones."""
+        ``regions``, ``open_to``: as in ``object_rules``; ``anywhere``: the additional members also
+        before and between the named ones (and then every branch takes them)."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
@@ -938,8 +1013,9 @@ class _Walker:
                         for text, left in _ways(members, regions, forbids, a, j):
                             nxt = rest(written | {j}, left)
                             alts += [f"{comma} {text} {nxt}".strip()] if nxt is not None else []
+                if addl and not anywhere and complete(written, _opened(a, open_to)):
+                    alts.append(f"{comma} {addl} {tail}")
                 if complete(written, a):
-                    alts += [f"{comma} {addl} {tail}"] if addl and not anywhere else []
                     alts.append("")  # the object may end here
                 if anywhere and alts:  # an additional member, and the same place again (a rule that names itself)
                     name = f"r{len(self.rules)}"
@@ -958,7 +1034,7 @@ class _Walker:
         if anywhere:
             first = rest(frozenset(), everyone)
             body += [f"{addl} {first}".strip()] if first is not None else []
-        elif addl and complete(frozenset(), everyone):
+        elif addl and complete(frozenset(), _opened(everyone, open_to)):
             body.append(f"{addl} {tail}")
         out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"] if body else []
         if allow_empty:
@@ -966,14 +1042,14 @@ class _Walker:
         return " | ".join(out)
 
     def order_rules(self, members, addl, allow_empty: bool, orders: list[list[int]], branches: list[frozenset],
-                    exactly_one: bool = False, forbids=None, regions=None) -> str:
+                    exactly_one: bool = False, forbids=None, regions=None, open_to: frozenset | None = None) -> str:
         """``{`` the named members in one of ``orders`` (the first is that of ``properties``),
         each optional one may be left out, then the additional ones ``}``. One rule per state of
         the automaton that reads members in every order at once (a place in each and the branches
         its skipped members leave, as ``object_rules`` keeps them, or None where the order was
         broken), so each alternative after a comma begins with its own key terminal and LALR(1)
-        stays exact; none where nothing from there ends right. ``forbids`` and ``regions``: as in
-        ``object_rules``."""
+        stays exact; none where nothing from there ends right. ``forbids``, ``regions`` and
+        ``open_to``: as in ``object_rules``."""
         t = self.terms
         comma = t.punct("COMMA")
         n = len(members)
@@ -992,8 +1068,9 @@ class _Walker:
                 return None
             return j + 1, a
 
-        def done(state: tuple) -> bool:
-            return any(_ends_right(_left(branches, at[1], orders[k][at[0]:]), exactly_one)
+        def done(state: tuple, extra: bool = False) -> bool:
+            """Whether the object may end here (``extra``: after additional members)."""
+            return any(_ends_right(_opened(_left(branches, at[1], orders[k][at[0]:]), open_to if extra else None), exactly_one)
                        for k, at in enumerate(state) if at is not None)
 
         def moves(state: tuple) -> list[tuple[str, tuple]]:
@@ -1013,8 +1090,9 @@ class _Walker:
                 for text, nxt in moves(state):
                     after = rest(nxt)
                     alts += [f"{comma} {text} {after}".strip()] if after is not None else []
+                if addl and done(state, True):
+                    alts.append(f"{comma} {addl} {tail}")
                 if done(state):
-                    alts += [f"{comma} {addl} {tail}"] if addl else []
                     alts.append("")  # the object may end here
                 rests[state] = (self.rule(alts) if alts != [""] else "") if alts else None
             return rests[state]
@@ -1024,7 +1102,7 @@ class _Walker:
         for text, nxt in moves(start):
             after = rest(nxt)
             body += [f"{text} {after}".strip()] if after is not None else []
-        if addl and done(start):
+        if addl and done(start, True):
             body.append(f"{addl} {tail}")
         out = [f"{t.punct('LBRACE')} {self.rule(body)} {t.punct('RBRACE')}"] if body else []
         if allow_empty:
@@ -1341,7 +1419,7 @@ def _ways(members: list, regions: list | None, forbids: list[frozenset] | None, 
 
 _UNKNOWN = object()
 _KEYWORDS_OF = {  # the keywords that apply to one type only (the others apply to every type)
-    "string": {"pattern", "minLength", "maxLength", "format", PATTERNS, NOT_STRINGS},
+    "string": {"pattern", "minLength", "maxLength", "format", PATTERNS, NOT_STRINGS, LANGUAGE, MINUS},
     "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     "array": {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains"},
     "object": {"properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties",
@@ -1408,6 +1486,18 @@ def _with_conditions(branches: list[frozenset], conditions: list, index: dict[st
         return branches, None
     found.sort(key=lambda w: (sorted(w[0]), sorted(w[1])))  # (the same grammar text on every run)
     return [need for need, _ in found], [out for _, out in found]
+
+
+def _no_string(automaton) -> bool:
+    """Whether an automaton of :func:`.intersect.dfa` accepts nothing (False where it was too
+    large to build: None)."""
+    return automaton is not None and 0 not in automaton[2]
+
+
+def _opened(alive: frozenset, open_to: frozenset | None) -> frozenset:
+    """The branches of ``alive`` left once an additional member is written (``open_to``: those
+    that take one; None: all)."""
+    return alive if open_to is None else alive & open_to
 
 
 def _ends_right(alive: frozenset, exactly_one: bool) -> bool:
