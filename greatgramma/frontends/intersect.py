@@ -174,17 +174,18 @@ def _boundaries(node: Node, out: set) -> None:
         _boundaries(node[1], out)
 
 
-def dfa(nodes: list[Node], max_states: int = MAX_STATES, minus: list[Node] = ()):
+def dfa(nodes: list[Node], max_states: int = MAX_STATES, minus: list[Node] = (), memo: dict | None = None):
     """The DFA of the intersection of the nodes' languages: (transitions, accepting), state 0 the
     start; transitions[s] maps an atom (lo, hi) of code points to the next state (dead ones left
-    out). None past ``max_states``."""
+    out). None past ``max_states``. ``memo``: derivatives already taken (a pure function of the
+    term and the code point: the calls for one schema share one, as its languages recur)."""
     cuts: set = {0, 0x110000}
     for n in [*nodes, *minus]:
         _boundaries(n, cuts)
     cuts = sorted(c for c in cuts if 0 <= c <= 0x110000)
     atoms = [(a, b - 1) for a, b in zip(cuts, cuts[1:])]
     start = _and([_term(n) for n in nodes] + ([("not", _or([_term(n) for n in minus]))] if minus else []))
-    index, states, trans, memo = {start: 0}, [start], [], {}
+    index, states, trans, memo = {start: 0}, [start], [], {} if memo is None else memo
     i = 0
     while i < len(states):
         t = states[i]
@@ -276,10 +277,10 @@ def _seq(*parts: Node) -> Node:
     return items[0] if len(items) == 1 else ("seq", items)  # (no items: the empty string)
 
 
-def intersect(nodes: list[Node], minus: list[Node] = ()) -> Node | None:
+def intersect(nodes: list[Node], minus: list[Node] = (), memo: dict | None = None) -> Node | None:
     """A node for the strings in every node's language and in none of ``minus``'s (None when too
-    large to compute); the empty language is ``("alt", [])``."""
-    got = dfa(nodes, minus=minus)
+    large to compute); the empty language is ``("alt", [])``. ``memo``: as for :func:`dfa`."""
+    got = dfa(nodes, minus=minus, memo=memo)
     if got is None:
         return None
     trans, accepting, live = got
@@ -326,11 +327,11 @@ def intersect(nodes: list[Node], minus: list[Node] = ()) -> Node | None:
     return edges.get((START, FINAL), ("alt", []))
 
 
-def signature(nodes: list[Node]):
+def signature(nodes: list[Node], memo: dict | None = None):
     """A canonical form of the intersection's minimal DFA (two languages are equal exactly when
     their signatures are): states numbered in breadth-first order, each row as ranges of code
-    points to states. None when the DFA is too large."""
-    got = dfa(nodes)
+    points to states. None when the DFA is too large. ``memo``: as for :func:`dfa`."""
+    got = dfa(nodes, memo=memo)
     if got is None:
         return None
     trans, accepting, live = got

@@ -78,6 +78,8 @@ class Terminals:
     # writing the rules, as (kind, key); the walk runs again knowing them (json_schema_to_lark)
     known_empty: frozenset = frozenset()
     found_empty: set = field(default_factory=set)
+    # the regex derivatives taken relating this schema's languages (intersect.dfa)
+    derivatives: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -------------------------------------------------------------- requests while walking
 
@@ -308,13 +310,13 @@ class Terminals:
 
         def sig(n):
             if n not in sig_of:
-                sig_of[n] = signature([self.nodes[n]])
+                sig_of[n] = signature([self.nodes[n]], self.derivatives)
             return sig_of[n]
 
         def relate(a, b):
             if (a, b) not in rel:
                 sa, sb = sig(a), sig(b)
-                sab = None if sa is None or sb is None else signature([self.nodes[a], self.nodes[b]])
+                sab = None if sa is None or sb is None else signature([self.nodes[a], self.nodes[b]], self.derivatives)
                 if sab is None:
                     r = relation(self.values[a], self.values[b])
                 else:  # from the minimal DFAs: a within b exactly when a and b is a
@@ -330,12 +332,12 @@ class Terminals:
                 a, b = names[j], names[i]
                 if relate(a, b) != "overlap":
                     continue
-                node = intersect([self.nodes[a], self.nodes[b]])
+                node = intersect([self.nodes[a], self.nodes[b]], memo=self.derivatives)
                 if node is None or len(names) >= MAX_STRING_TERMINALS:
                     raise SchemaError(self.pointers[b], "", f"its strings overlap those required at {self.pointers[a]} "
                                       "without either containing the other, and the terminal for the strings both take "
                                       "is too large to build")
-                s_new = signature([node])
+                s_new = signature([node], self.derivatives)
                 if (s_new is not None and any(sig(c) == s_new for c in names)) or (
                         s_new is None and any(relation(rx.raw_regex(node), self.values[c]) == "equal" for c in names)):
                     continue  # the intersection is a terminal already
