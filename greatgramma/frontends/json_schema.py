@@ -690,12 +690,11 @@ class _Walker:
         where the numbers exactly one takes are the non-integral ones only."""
         from .intersect import intersect
 
-        string_keywords = {"type", "pattern", "format", "minLength", "maxLength", PATTERNS}
         kinds = ("null", "boolean", "object", "array", "string", "integer", "fraction")
         takes, nodes = [], []
         for b, p in branches:
             b = {} if b is True else b
-            if not isinstance(b, dict) or set(b) - ANNOTATIONS - string_keywords:
+            if not isinstance(b, dict) or not _strings_alone(b):
                 return None
             types = b.get("type", list(TYPES))
             types = {types} if isinstance(types, str) else set(types)
@@ -730,15 +729,8 @@ class _Walker:
         groups: list[tuple[Any, set]] = []
         for i, sub in enumerate(schemas):
             sub = self.deref(sub, ptr)
-            if sub is False:
-                continue
-            sub = {} if sub is True else sub
-            for g in groups:
-                if _json_eq(g[0], sub):
-                    g[1].add(i)
-                    break
-            else:
-                groups.append((sub, {i}))
+            if sub is not False:
+                _add_to_group(groups, {} if sub is True else sub, {i})
         if len(groups) <= 1:
             return [([g[0]], frozenset(g[1])) for g in groups]
         by_branches: dict[frozenset, list] = {}
@@ -748,14 +740,8 @@ class _Walker:
                 part = _of_type(sub, kind)
                 if part is _UNKNOWN:
                     return None
-                if part is None:
-                    continue
-                for p in parts:
-                    if _json_eq(p[0], part):
-                        p[1].update(which)
-                        break
-                else:
-                    parts.append((part, set(which)))
+                if part is not None:
+                    _add_to_group(parts, part, which)
             if any(not _disjoint_constants(a[0], b[0]) for k, a in enumerate(parts) for b in parts[k + 1:]):
                 parts = self.string_atoms(parts, ptr) if kind == "string" else None
                 if parts is None:
@@ -791,7 +777,7 @@ class _Walker:
             return None
         nodes = []
         for (part, _), values in zip(parts, listed):
-            if NOT_STRINGS in part or set(part) - ANNOTATIONS - {"type", "enum", "const", *_KEYWORDS_OF["string"]}:
+            if not _strings_alone(part, {"enum", "const"}):
                 return None
             node = ("alt", [rx.literal(v) for v in values]) if values is not None else self.string_node(part, ptr)
             nodes.append(node if node is not None else rx.ANY_STRING)
@@ -1488,6 +1474,21 @@ def _with_conditions(branches: list[frozenset], conditions: list, index: dict[st
     return [need for need, _ in found], [out for _, out in found]
 
 
+def _add_to_group(groups: list[tuple[Any, set]], schema, which: set) -> None:
+    """Adds the branches ``which`` to the group of schemas equal to ``schema`` (a new one if none)."""
+    for g in groups:
+        if _json_eq(g[0], schema):
+            g[1].update(which)
+            return
+    groups.append((schema, set(which)))
+
+
+def _strings_alone(schema: dict, also: set = frozenset()) -> bool:
+    """Whether the schema's keywords (but annotations and ``also``) are ``type`` and those
+    :meth:`_Walker.string_node` reads into a language."""
+    return not set(schema) - ANNOTATIONS - also - {"type", "pattern", "format", "minLength", "maxLength", PATTERNS}
+
+
 def _no_string(automaton) -> bool:
     """Whether an automaton of :func:`.intersect.dfa` accepts nothing (False where it was too
     large to build: None)."""
@@ -1637,14 +1638,21 @@ def _disjoint_arrays(a: dict, b: dict) -> bool:
     ``items`` schemas are disjoint (other keywords only narrow them further)."""
     if not _types_of(a) & _types_of(b) <= {"array"} or "prefixItems" in a or "prefixItems" in b:
         return False
-    lo = [x.get("minItems", 0) for x in (a, b)]
-    hi = [x.get("maxItems", math.inf) for x in (a, b)]
-    if not all(isinstance(v, (int, float)) for v in lo + hi):
+    bounds = _common_bounds(a, b, "minItems", "maxItems")
+    if bounds is None:
         return False
-    if max(lo) > min(hi):
+    if bounds[0] > bounds[1]:
         return True
     items = [x.get("items", True) for x in (a, b)]
-    return max(lo) >= 1 and all(isinstance(i, (dict, bool)) for i in items) and (False in items or _disjoint(*items))
+    return bounds[0] >= 1 and all(isinstance(i, (dict, bool)) for i in items) and (False in items or _disjoint(*items))
+
+
+def _common_bounds(a: dict, b: dict, low: str, high: str) -> tuple | None:
+    """The bounds on a count (``low``/``high``: its keywords, ``minItems``/``maxItems``) that both
+    schemas allow together, lowest and highest (past each other where none is); None where a
+    bound is not a number."""
+    lo, hi = [x.get(low, 0) for x in (a, b)], [x.get(high, math.inf) for x in (a, b)]
+    return (max(lo), min(hi)) if all(isinstance(v, (int, float)) for v in lo + hi) else None
 
 
 def _disjoint_strings(a: dict, b: dict) -> bool:
@@ -1657,8 +1665,8 @@ def _disjoint_strings(a: dict, b: dict) -> bool:
 
     if not _types_of(a) & _types_of(b) <= {"string"}:
         return False
-    lo, hi = [x.get("minLength", 0) for x in (a, b)], [x.get("maxLength", math.inf) for x in (a, b)]
-    if all(isinstance(v, (int, float)) for v in lo + hi) and max(lo) > min(hi):
+    bounds = _common_bounds(a, b, "minLength", "maxLength")
+    if bounds is not None and bounds[0] > bounds[1]:
         return True
     langs = []
     for x in (a, b):
