@@ -44,11 +44,13 @@ class SequenceTrie:
         self.sync()
 
     def sync(self) -> int:
-        """Hang the outcome rows interned since the last call; the number of rows hung."""
-        if len(self._outcomes) == self.num_rows:
+        """Hang the outcome rows interned since the last call; the number of rows hung (every row
+        whose id the caller may have read, from the suffix table or a block, is among them)."""
+        last = self._outcomes.settled_len()
+        if last == self.num_rows:
             return self.num_rows
         with self._lock:
-            first, last = self.num_rows, len(self._outcomes)
+            first, last = self.num_rows, self._outcomes.settled_len()
             touched: set[int] = set()
             for row in range(first, last):
                 terms, end = self._outcomes.unpack(row)

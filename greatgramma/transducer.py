@@ -44,6 +44,13 @@ class Outcomes:
     def __len__(self) -> int:
         return len(self.next)  # appended after ``term``: rows below it are complete
 
+    def settled_len(self) -> int:
+        """The number of rows, once every row whose id another thread may already have read is
+        complete: ``intern_rows`` writes the ids into the suffix table (read without a lock) before
+        it appends the rows, both under the lock, so waiting for the lock settles them."""
+        with self._lock:
+            return len(self.next)
+
     def intern_many(self, terms: np.ndarray, nexts: np.ndarray) -> np.ndarray:
         """Row ids for pairs (terms[i], nexts[i]); a DEAD ``next`` (for non-END rows) gives DEAD."""
         out = np.full(len(terms), DEAD, dtype=np.int64)
@@ -80,6 +87,13 @@ class Outcomes:
 
     def unpack(self, o: int) -> tuple[tuple[int, ...], int]:
         """(terminals, end state) of row ``o``."""
+        try:
+            return self._unpack(o)
+        except IndexError:  # a row read from the suffix table (or one after it) that another thread is interning
+            self.settled_len()
+            return self._unpack(o)
+
+    def _unpack(self, o: int) -> tuple[tuple[int, ...], int]:
         terms = []
         term, nxt = self.term, self.next
         while term[o] != END:
@@ -137,6 +151,8 @@ class TokenTransducer:
                     todo = self._distinct(todo)
                 self._compute(todo[self.suffix[todo] == UNKNOWN])
             got = self.suffix[flat]
+        elif len(got) and got.max() >= len(self.outcomes):  # rows another thread is interning
+            self.outcomes.settled_len()
         return got.astype(np.int64)
 
     def fill(self) -> None:

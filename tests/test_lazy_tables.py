@@ -12,6 +12,8 @@ import pytest
 from helpers import compile_shipped
 
 import greatgramma as gg
+from greatgramma import native
+from greatgramma.codes import UNKNOWN
 from greatgramma.tokenize import encode_exact
 
 pytestmark = pytest.mark.real_tokenizers
@@ -99,3 +101,43 @@ def test_walks_dropped_past_their_budget_are_walked_again(grammar, vocabularies,
         for step, (a, b) in enumerate(zip(masks_along(gg.Masker(lazy), walk), masks_along(eager, walk))):
             assert np.array_equal(a, b), f"{grammar}: step {step}: masks differ with the walks dropped"
     assert len(lazy.subtrees._subtrees) <= 1  # (none kept but the last)
+
+
+@pytest.mark.skipif(native.ext is None, reason="the race is between the compiled intern loop and its readers")
+def test_rows_read_while_another_thread_interns_them_are_settled_before_use(monkeypatch) -> None:
+    """Interning writes the new row ids into the suffix table (read without a lock) before it
+    appends the rows: a reader that meets such an id must not use the rows hung without it (a
+    mask would block its tokens) nor unpack it half-appended. Here the interning thread is held
+    in that window, deterministically."""
+    import threading
+
+    vocab = gg.Vocabulary([None, b"ab", b"a b", b'"x', b'"a b" ', b"12", b"1 2"], eos_token_ids=[0])
+    compiled = gg.compile(gg.Grammar('start: (WORD | STR | NUM)+\nWORD: /[a-z]+/\nSTR: /"[a-z ]*"/\nNUM: /[0-9]+/\n%ignore " "'), vocab)
+    tr, trie = compiled.transducer, compiled.trie
+    flat = np.flatnonzero(tr.suffix == UNKNOWN)
+    assert len(flat), "the tables are filled lazily: some suffix rows are left to compute"
+    written, release = threading.Event(), threading.Event()
+    intern = native.intern_rows
+
+    def held_in_the_window(*args):
+        out = intern(*args)
+        written.set()
+        assert release.wait(10)
+        return out
+
+    monkeypatch.setattr(native, "intern_rows", held_in_the_window)
+    interning = threading.Thread(target=tr.rows_at, args=(flat,))
+    interning.start()
+    assert written.wait(10)
+    ids = tr.suffix[flat]
+    assert ids.max() >= len(tr.outcomes), "the window is real: ids written, rows not appended yet"
+    seen: list = []
+    reader = threading.Thread(target=lambda: seen.append((tr.rows_at(flat), compiled.sequences.sync())))
+    reader.start()
+    reader.join(0.2)
+    assert reader.is_alive(), "the reader waits for the rows it read to be appended"
+    release.set()
+    interning.join()
+    reader.join()
+    rows, hung = seen[0]
+    assert hung > rows.max() and all(tr.outcomes.unpack(int(r)) for r in rows[rows >= 0])
