@@ -247,6 +247,7 @@ typedef struct {
     Py_ssize_t nterms;
     int64_t state0, held, origin;
     int64_t *strings, *first, *rest, *orig, *fix_at, *fix_off, *fix_term, *unknown;
+    uint8_t *held_pair;
     Py_ssize_t kept, fixes, unknowns, bad;
 } KeptOut;
 
@@ -282,29 +283,31 @@ static void emit_kept(void *ctx, int64_t s, const Outcome *o) {
     }
     Py_ssize_t i = k->kept++;
     k->strings[i] = s, k->first[i] = first, k->rest[i] = rest, k->orig[i] = k->origin;
+    if (first == FALLBACK || first == END_HELD) k->held_pair[k->origin] = 1;
 }
 
 /* walk_kept(delta, accept_next, risky, flat, offsets, lcp, lo, hi, state, la_off (as walk, no
  *           columns), suffix i32[N], ignored u8[terms],
  *           strings i64[T], first i64[T], rest i64[T], origin i64[T], fix_at i64[T], fix_off i64[T],
- *           fix_term i64[T], unknown i64[T]) -> (kept, fixes, unknowns)
+ *           fix_term i64[T], unknown i64[T], held u8[P]) -> (kept, fixes, unknowns)
  * walk's outcomes as subtree results (SubtreeWalks' Walk, for a lexer without columns), the
  * strings that are dead left out: the first `kept` entries of strings/first/rest/origin (the
  * pair's index). A break's rest is the suffix row where it starts; `fixes` ends that hold a
  * fallback inside the string (first END, rest the DFA state) are listed for the caller to turn
  * into extended states (index into the kept entries, offset, terminal); so are the `unknowns`
- * breaks whose suffix row is not computed yet (index; their rest is the flat position instead). */
-#define KEPT_ARGS 20
+ * breaks whose suffix row is not computed yet (index; their rest is the flat position instead);
+ * held[p] is set to 1 where some result of pair p is held (FALLBACK or END_HELD), else left. */
+#define KEPT_ARGS 21
 static PyObject *walk_kept(PyObject *self, PyObject *args) {
     PyObject *o[KEPT_ARGS];
     if (!PyArg_UnpackTuple(args, "walk_kept", KEPT_ARGS, KEPT_ARGS, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
                            &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17],
-                           &o[18], &o[19]))
+                           &o[18], &o[19], &o[20]))
         return NULL;
-    static const Py_ssize_t sizes[KEPT_ARGS] = {4, 4, 1, 1, 8, 4, 8, 8, 8, 8, 4, 1, 8, 8, 8, 8, 8, 8, 8, 8};
+    static const Py_ssize_t sizes[KEPT_ARGS] = {4, 4, 1, 1, 8, 4, 8, 8, 8, 8, 4, 1, 8, 8, 8, 8, 8, 8, 8, 8, 1};
     static const char *names[KEPT_ARGS] = {"delta", "accept_next", "risky", "flat", "offsets", "lcp", "lo", "hi",
                                            "state", "la_off", "suffix", "ignored", "strings", "first", "rest",
-                                           "origin", "fix_at", "fix_off", "fix_term", "unknown"};
+                                           "origin", "fix_at", "fix_off", "fix_term", "unknown", "held"};
     Buf b[KEPT_ARGS];
     if (take_all(o, b, KEPT_ARGS, sizes, names, ~0ull << 12) < 0) return NULL;
     const int64_t *offsets = b[4].b.buf, *lo = b[6].b.buf, *hi = b[7].b.buf, *state0 = b[8].b.buf,
@@ -316,11 +319,15 @@ static PyObject *walk_kept(PyObject *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError, "walk_kept: array lengths disagree");
     }
     Py_ssize_t total = check_ranges("walk_kept", offsets, strings, lo, hi, pairs, &width);
-    for (int i = 12; total >= 0 && i < KEPT_ARGS; i++)
+    for (int i = 12; total >= 0 && i < KEPT_ARGS - 1; i++)
         if (LEN(b[i]) < total) {
             PyErr_Format(PyExc_ValueError, "walk_kept: %s holds fewer than %zd entries", names[i], total);
             total = -1;
         }
+    if (total >= 0 && LEN(b[20]) < pairs) {
+        PyErr_Format(PyExc_ValueError, "walk_kept: held holds fewer than %zd entries", pairs);
+        total = -1;
+    }
     Walker w;
     int64_t *stack = total < 0 ? NULL : walker_init(&w, b, 0, width);
     if (!stack) {
@@ -328,7 +335,7 @@ static PyObject *walk_kept(PyObject *self, PyObject *args) {
         return NULL;
     }
     KeptOut k = {b[10].b.buf, b[11].b.buf, offsets, LEN(b[11]), 0, 0, 0, b[12].b.buf, b[13].b.buf, b[14].b.buf,
-                 b[15].b.buf, b[16].b.buf, b[17].b.buf, b[18].b.buf, b[19].b.buf, 0, 0, 0, 0};
+                 b[15].b.buf, b[16].b.buf, b[17].b.buf, b[18].b.buf, b[19].b.buf, b[20].b.buf, 0, 0, 0, 0};
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t p = 0; p < pairs; p++) {
         k.state0 = state0[p], k.held = la_off0[p] == -1, k.origin = p;

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import NamedTuple
+
 import numpy as np
 
 from . import native
@@ -56,17 +58,20 @@ class StatusLayout:
         return max(2 + 2 * num_rows * self.width, 2 * max_end + 2)
 
 
-@dataclass(frozen=True, eq=False)
-class Block:
+class Block(NamedTuple):
     """Status codes of the strings that start with one byte, seen from lexer states that agree on it.
 
     ``code`` is None where the strings depend on the entering state's fallback
-    (:meth:`SubtreeWalks.resolve`): such a block is resolved per lexer state instead.
+    (:meth:`SubtreeWalks.resolve`): such a block is resolved per lexer state instead. (A named
+    tuple: views are assembled from hundreds of new blocks at a time.)
     """
 
     code: np.ndarray | None  # int32 per string of the byte's range
     firsts: frozenset
     end_states: frozenset
+
+
+_HELD = Block(None, frozenset(), frozenset())  # a block left held (resolved per entering state)
 
 
 class BlockTable:
@@ -96,9 +101,11 @@ class BlockTable:
         if lexer.columns is not None:
             self.new_blocks(self._entered_subtrees(loops))
             return
-        for q in np.flatnonzero(loops).tolist():  # held blocks resolved as each loop state sees them, in the same pass
-            items = [it for it in self._entered_subtrees(np.arange(len(delta)) == q) if (it[0], it[3]) not in self._blocks]
-            self.new_blocks(items, lexer.accept_next[q].tolist())
+        roots = self.subtrees.trie.root_children
+        for q in np.flatnonzero(loops[1:]).tolist():  # held blocks resolved as each loop state sees them, in the same pass
+            to = delta[q + 1].tolist()  # (the start state enters no subtrees: its strings run from it)
+            items = [(b, lo, hi, to[b]) for b, lo, hi in roots if to[b] != DEAD and (b, to[b]) not in self._blocks]
+            self.new_blocks(items, lexer.accept_next[q + 1].tolist())
 
     def __contains__(self, key: tuple) -> bool:
         return key in self._blocks
@@ -154,9 +161,8 @@ class BlockTable:
         if not items:
             return
         pairs = [(b, st) for b, _, _, st in items]
-        strings, first, rest, seg = self.subtrees.joined(pairs)
-        held = np.bincount(seg[is_held(first)], minlength=len(items)) > 0 if before is not None else None
-        if held is None or not held.any():
+        strings, first, rest, seg, held = self.subtrees.joined(pairs)
+        if before is None or not held.any():
             self._store_blocks(items, pairs, strings, first, rest, seg)
             return
         ahead = [before[b] for b, _ in pairs]
@@ -166,7 +172,7 @@ class BlockTable:
         with self._lock:
             for pair, h in zip(pairs, held.tolist()):
                 if h:  # (other lexer states that enter it resolve it for themselves)
-                    self._blocks.setdefault(pair, Block(None, frozenset(), frozenset()))
+                    self._blocks.setdefault(pair, _HELD)
 
     def resolved_blocks(self, entries: list[tuple[tuple[int, int, int, int], tuple[int, int, int]]]) -> None:
         """Held blocks as entered by DFA states (no fallback of their own) that accept terminal

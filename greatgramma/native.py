@@ -84,7 +84,8 @@ class KeptWalk(NamedTuple):
     """``walk``'s outcomes as subtree results (``subtrees.Walk`` and each string's pair), the dead
     strings left out. For the caller to finish (index into the results): ``fix_*``, the ends
     that hold a fallback inside the string (offset, terminal), to make extended states;
-    ``unknown``, the breaks whose suffix row was not computed (their rest is its flat position)."""
+    ``unknown``, the breaks whose suffix row was not computed (their rest is its flat position).
+    ``held``: per pair, whether some result of it is held (FALLBACK or END_HELD)."""
 
     strings: np.ndarray
     first: np.ndarray
@@ -94,6 +95,7 @@ class KeptWalk(NamedTuple):
     fix_off: np.ndarray
     fix_term: np.ndarray
     unknown: np.ndarray
+    held: np.ndarray
 
 
 def walk_kept(dfa: DFAArrays, flat: np.ndarray, offsets: np.ndarray, lcp: np.ndarray, lo: np.ndarray,
@@ -103,9 +105,10 @@ def walk_kept(dfa: DFAArrays, flat: np.ndarray, offsets: np.ndarray, lcp: np.nda
     i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
     lo, hi = i64(lo), i64(hi)
     out = [np.empty(int((hi - lo).sum()), np.int64) for _ in range(8)]
+    held = np.zeros(len(lo), np.uint8)
     kept, fixes, unknowns = ext.walk_kept(*dfa, flat, offsets, lcp, lo, hi, i64(state), i64(la_off), suffix,
-                                          np.ascontiguousarray(ignored, dtype=np.uint8), *out)
-    return KeptWalk(*(a[:kept] for a in out[:4]), *(a[:fixes] for a in out[4:7]), out[7][:unknowns])
+                                          np.ascontiguousarray(ignored, dtype=np.uint8), *out, held)
+    return KeptWalk(*(a[:kept] for a in out[:4]), *(a[:fixes] for a in out[4:7]), out[7][:unknowns], held.view(bool))
 
 
 def resolve_held(strings: np.ndarray, first: np.ndarray, rest: np.ndarray, part: np.ndarray, before: np.ndarray,

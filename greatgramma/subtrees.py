@@ -208,19 +208,21 @@ class SubtreeWalks:
             return lexer.delta, lexer.accept_next, lexer.risky, 0
         return cols.base_delta, cols.base_accept_next, cols.base_risky, cols.tab_len
 
-    def joined(self, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The walks of ``pairs`` concatenated, with each string's index into ``pairs``: straight from
-        one compiled walk where none of them was walked yet (no copies), else joined."""
+    def joined(self, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, ...]:
+        """The walks of ``pairs`` concatenated, with each string's index into ``pairs``, and per pair
+        whether some result is held (``is_held``): straight from one compiled walk where none of
+        them was walked yet (no copies), else joined."""
         if self.lexer.columns is None and native.ext is not None and len(set(pairs)) == len(pairs) and \
                 not any(p in self._subtrees for p in pairs):
             return self._fill_base_subtrees(pairs)[1]
         walked = self.subtrees(pairs)
         strings, first, rest = (np.concatenate(a) for a in zip(*walked))
-        return strings, first, rest, np.repeat(np.arange(len(pairs)), [len(a[0]) for a in walked])
+        seg = np.repeat(np.arange(len(pairs)), [len(a[0]) for a in walked])
+        return strings, first, rest, seg, np.bincount(seg[is_held(first)], minlength=len(pairs)) > 0
 
     def _fill_base_subtrees(self, pairs: list[tuple[int, int]]) -> tuple[dict, tuple[np.ndarray, ...] | None]:
         """Walks the pairs (base ones with an indenter) and keeps them; returns them by pair and, for
-        a lexer without columns, in the compiled loop, the results joined as ``joined`` does."""
+        a lexer without columns, in the compiled loop, the results joined as ``joined`` gives them."""
         if not pairs:
             return {}, None
         span = self.trie.root_span
@@ -239,7 +241,8 @@ class SubtreeWalks:
         bounds = np.searchsorted(origin, np.arange(len(pairs) + 1)).tolist()
         if plain:
             strings, first, rest = done
-            walks = {pair: self._keep(pair, Walk(strings[i:j], first[i:j], rest[i:j]))
+            put, size = self._subtrees.put, strings.itemsize + first.itemsize + rest.itemsize
+            walks = {pair: put(pair, Walk(strings[i:j], first[i:j], rest[i:j]), size * (j - i) + 200)
                      for pair, i, j in zip(pairs, bounds[:-1], bounds[1:])}
             with self._lock:
                 self._walked += len(pairs)
@@ -247,7 +250,7 @@ class SubtreeWalks:
             walks = {pair: type(done)(*(a[i:j] for a in done)) for pair, i, j in zip(pairs, bounds[:-1], bounds[1:])}
             with self._lock:
                 walks = {pair: self._base_subtrees.setdefault(pair, walk) for pair, walk in walks.items()}
-        return walks, None if kept is None else (*done, origin)
+        return walks, None if kept is None else (*done, origin, kept.held)
 
     def _walk_numpy(self, lo: np.ndarray, state: np.ndarray, held: np.ndarray) -> BaseWalk:
         """The subtrees whose strings begin at ``lo``, entered in ``state`` (``held``: holding the

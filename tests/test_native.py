@@ -171,6 +171,19 @@ def test_walks_and_suffix_rows_agree(name: str, vocabularies, monkeypatch) -> No
     assert rows[0] == rows[1]
 
 
+@pytest.mark.parametrize("name", ["schema", "json"])
+def test_held_subtrees_agree(name: str, vocabularies, monkeypatch) -> None:
+    """Which subtrees hold a result that depends on the entering state's fallback: the compiled
+    walk flags them as it goes, numpy counts them from the joined results."""
+    compiled = gg.compile(_grammar(name), vocabularies("llama2"))
+    pairs = sorted({(b, st) for b, _, _, st in compiled.blocks._entered_subtrees()})
+    held = []
+    for loops in (native.ext, None):
+        monkeypatch.setattr(native, "ext", loops)
+        held.append(SubtreeWalks(compiled.transducer).joined(pairs)[-1])
+    assert np.array_equal(*held) and held[0].any() and not held[0].all()
+
+
 def test_masks_agree(vocabularies, hf_tokenizers, monkeypatch) -> None:
     """A schema compiled afresh under each loop gives the same masks along an instance."""
     from greatgramma.tokenize import encode_exact
