@@ -867,6 +867,15 @@ MALFORMED = [  # (schema, pointer and keyword named, what is wrong)
     ({"not": {"type": False}}, "#/not/type", "type name"),
     ({"oneOf": [{}, {"type": 0}]}, "#/oneOf/1/type", "type name"),
     ({"properties": {}, "$ref": "#"}, "#", "refers to itself without end"),
+    ({"allOf": [{"enum": [1, 2]}, {"$ref": "#"}]}, "#", "refers to itself without end"),  # (not handed to jsonschema:
+    # it recursed without end, at times as a panic from its Rust resolver that `except Exception` missed)
+    ({"type": "object", "patternProperties": {"a": {"type": "string"}, "ab": [1]}}, "#/patternProperties/ab",
+     "object or a boolean, not list"),  # (merged with the other pattern's schema before it was read)
+    ({"oneOf": [{"properties": {"a/b": None}, "required": ["a/b"]}, {"required": ["c"]}]}, "#/oneOf/0/properties/a~1b",
+     "object or a boolean, not NoneType"),  # (read by the oneOf's disjointness check first)
+    ({"type": "object", "additionalProperties": "false"}, "#/additionalProperties", "must be a schema"),
+    ({"not": 3}, "#/not", "must be a schema"),
+    ({"type": "array", "items": "string"}, "#/items", "must be a schema"),
     ("[" * 100000, "#", "nests too deeply"),
 ]
 

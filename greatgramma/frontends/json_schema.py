@@ -285,17 +285,23 @@ class _Walker:
             import jsonschema
         except ImportError:
             return None
-        if self.validator is None:
-            try:
+        if self.loops_in_place(schema, ptr):
+            return None  # (jsonschema would recurse without end; the keywords are read, and refused, one by one)
+        why = None
+        try:
+            if self.validator is None:
                 cls = jsonschema.validators.validator_for(self.root, default=jsonschema.Draft202012Validator)
                 self.validator = cls(self.root, format_checker=cls.FORMAT_CHECKER)
-            except Exception as exc:  # noqa: BLE001 (a schema jsonschema cannot read)
-                raise SchemaError(ptr, "enum", f"the listed values cannot be checked against the schema ({exc})") from None
-        try:
             check = self.validator.evolve(schema=schema)
             kept = [v for v in found[0] if check.is_valid(v)]
-        except Exception as exc:  # noqa: BLE001
-            raise SchemaError(ptr, "enum", f"the listed values cannot be checked against the schema ({exc})") from None
+        except Exception as exc:  # noqa: BLE001 (a schema jsonschema cannot read)
+            why = str(exc)
+        except BaseException as exc:  # a RecursionError in jsonschema's resolver (Rust) arrives as pyo3's PanicException
+            if type(exc).__name__ != "PanicException":
+                raise
+            why = "it refers to itself without end"
+        if why is not None:
+            raise SchemaError(ptr, "enum", f"the listed values cannot be checked against the schema ({why})")
         unique = []
         for v in kept:
             if not any(_json_eq(v, u) for u in unique):
@@ -1202,6 +1208,33 @@ class _Walker:
                     return body
         return symbol
 
+    def loops_in_place(self, schema, ptr: str) -> bool:
+        """Whether ``$ref`` and the keywords that apply schemas to the same instance lead from the
+        schema back to a schema on the way (validating any instance would never end), or to a
+        reference that cannot be followed."""
+        done: set[int] = set()
+
+        def visit(node, path: set[int]) -> bool:
+            if not isinstance(node, dict) or id(node) in done:
+                return False
+            if id(node) in path:
+                return True
+            path.add(id(node))
+            kids = [m for kw in ("allOf", "anyOf", "oneOf") if isinstance(node.get(kw), list) for m in node[kw]]
+            kids += [node[kw] for kw in ("not", "if", "then", "else") if kw in node]
+            if "$ref" in node:
+                kids.append(self.resolve(node["$ref"], ptr)[0])
+            if any(visit(k, path) for k in kids):
+                return True
+            path.discard(id(node))
+            done.add(id(node))
+            return False
+
+        try:
+            return visit(schema, set())
+        except SchemaError:
+            return True
+
     def deref(self, schema, ptr: str):
         """A schema whose ``$ref`` (alone, or with annotations) is followed, for merging."""
         seen = 0
@@ -1218,6 +1251,9 @@ class _Walker:
         try:
             if self.merge_depth > 64:  # (recursive schemas whose merge unrolls without end)
                 raise SchemaError(ptr, "allOf", "allOf of recursive schemas that do not merge into a finite schema is not supported")
+            for x in (a, b):
+                if not isinstance(x, (dict, bool)):  # (a member's schema merged in, not read as a schema yet)
+                    raise SchemaError(ptr, "", f"a schema is an object or a boolean, not {type(x).__name__}")
             a, b = (_checked_keywords(x, ptr) if isinstance(x, dict) else x for x in (a, b))
             return self._merge(a, b, ptr)
         finally:
@@ -1727,6 +1763,15 @@ def _checked_keywords(schema: dict, ptr: str) -> dict:
                            ("enum", list, "an array")):
         if kw in schema and not isinstance(schema[kw], kind):
             raise SchemaError(ptr, kw, f"must be {name}, not {_shown(schema[kw])}")
+    for kw in ("properties", "patternProperties"):  # (member schemas, read after the object's other keywords)
+        for name, sub in schema.get(kw, {}).items():
+            if not isinstance(sub, (dict, bool)):
+                raise SchemaError(f"{ptr}/{kw}/{_escape(name)}", "", f"a schema is an object or a boolean, not {type(sub).__name__}")
+    for kw, kinds in (("additionalProperties", (dict, bool)), ("items", (dict, bool, list)), ("not", (dict, bool)),
+                      ("contains", (dict, bool)), ("propertyNames", (dict, bool)), ("if", (dict, bool)), ("then", (dict, bool)),
+                      ("else", (dict, bool))):
+        if kw in schema and not isinstance(schema[kw], kinds):
+            raise SchemaError(ptr, kw, f"must be a schema (an object or a boolean), not {_shown(schema[kw])}")
     t = schema.get("type", "null")
     if not isinstance(t, str) and not (isinstance(t, list) and all(isinstance(x, str) for x in t)):
         raise SchemaError(ptr, "type", f"must be a type name or an array of them, not {_shown(t)}")
