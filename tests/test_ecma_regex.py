@@ -147,3 +147,25 @@ def test_class_operators_of_python_are_literals(pattern: str) -> None:
         plain = re.compile(pattern)
     for c in range(0x80):
         assert bool(translated.search(chr(c))) == bool(plain.search(chr(c))), (pattern, chr(c))
+
+
+LANGUAGES = [r"^[a-c]+$", r"b", r"^a.{0,3}$", r"^(ab|c)*x?$", r"[0-9]{2}", r"^\S+$", r"^.{2,4}$", r"^(a|b)c?$"]
+_SHARED: dict = {}  # one memo for every call, as a schema's languages share one: terms built afresh meet their old selves
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=st.sampled_from(LANGUAGES), b=st.sampled_from(LANGUAGES), words=st.lists(st.text(alphabet="abcx09 -", max_size=6), max_size=8))
+def test_intersections_and_membership_agree_with_re(a: str, b: str, words: list[str]) -> None:
+    """The derivative engine (``intersect``: membership, intersection, coverage, the DFA
+    signature) against Python's re on the same languages, through one shared memo."""
+    from greatgramma.frontends.intersect import intersect, is_covered, matches, signature
+
+    na, nb = rx.parse_ecma(a), rx.parse_ecma(b)
+    both = intersect([na, nb], memo=_SHARED)
+    for w in words:
+        in_a = re.fullmatch(rx.raw_regex(na), w, re.S) is not None
+        in_b = re.fullmatch(rx.raw_regex(nb), w, re.S) is not None
+        assert matches(na, w, _SHARED) == in_a and matches(both, w, _SHARED) == (in_a and in_b), (a, b, w)
+        if in_a and not in_b:
+            assert not is_covered(na, [nb], memo=_SHARED), (a, b, w)
+    assert (signature([na], _SHARED) == signature([na, nb], _SHARED)) == bool(is_covered(na, [nb], memo=_SHARED)), (a, b)

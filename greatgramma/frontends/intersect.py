@@ -22,8 +22,23 @@ MAX_SIZE = 40_000  # nodes in the regex written back
 
 # Internal terms (hashable, normalized so that the derivatives of a term are finitely many):
 # ("none",) | ("eps",) | ("chars", ranges) | ("cat", a, b) | ("or", frozenset) | ("and", frozenset) | ("rep", a, lo, hi)
-NONE = ("none",)
-EPS = ("eps",)
+# | ("not", a), as _T.
+
+
+class _T(tuple):
+    """A term: a tuple that keeps its hash. Terms nest deep and every derivative looked up in
+    the memo hashes its term (a plain tuple's hash walks all of it, each time)."""
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = h = tuple.__hash__(self)
+            return h
+
+
+NONE = _T(("none",))
+EPS = _T(("eps",))
 
 
 def _cat(a, b):
@@ -35,7 +50,7 @@ def _cat(a, b):
         return a
     if a[0] == "cat":
         return _cat(a[1], _cat(a[2], b))
-    return ("cat", a, b)
+    return _T(("cat", a, b))
 
 
 def _or(items):
@@ -52,12 +67,12 @@ def _or(items):
         else:
             out.add(x)
     if chars:
-        out.add(("chars", _union([r for c in chars for r in c[1]])))
+        out.add(_T(("chars", _union([r for c in chars for r in c[1]]))))
     if not out:
         return NONE
     if len(out) == 1:
         return next(iter(out))
-    return ("or", frozenset(out))
+    return _T(("or", frozenset(out)))
 
 
 def _and(items):
@@ -73,7 +88,7 @@ def _and(items):
         return next(iter(out))
     if EPS in out:
         return EPS if all(_nullable(x) for x in out) else NONE
-    return ("and", frozenset(out))
+    return _T(("and", frozenset(out)))
 
 
 def _rep(a, lo, hi):
@@ -83,7 +98,7 @@ def _rep(a, lo, hi):
         return EPS if lo == 0 else NONE
     if lo == 1 and hi == 1:
         return a
-    return ("rep", a, lo, hi)
+    return _T(("rep", a, lo, hi))
 
 
 def _union(ranges) -> tuple:
@@ -96,7 +111,7 @@ def _union(ranges) -> tuple:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=1 << 16)  # (bounded: a serving process meets the terms of every schema it compiles)
 def _nullable(t) -> bool:
     k = t[0]
     if k == "eps":
@@ -138,18 +153,46 @@ def _deriv(t, c: int, memo: dict):
     elif k == "and":
         got = _and([_deriv(x, c, memo) for x in t[1]])
     elif k == "not":
-        got = ("not", _deriv(t[1], c, memo))
+        got = _T(("not", _deriv(t[1], c, memo)))
     else:
         _, a, lo, hi = t
         got = _cat(_deriv(a, c, memo), _rep(a, max(lo - 1, 0), None if hi is None else hi - 1))
+    got = memo.setdefault(got, got)  # one object per term met: later lookups find it by identity
     memo[key] = got
     return got
+
+
+def _canonical(t, memo: dict):
+    """The memo's own object for a term equal to ``t`` (and so for each term inside it): a term
+    built afresh from a node is looked up in the memo by identity from then on, not compared
+    deep at every lookup."""
+    got = memo.get(t)
+    if got is not None:
+        return got
+    k = t[0]
+    if k == "cat":
+        t = _T(("cat", _canonical(t[1], memo), _canonical(t[2], memo)))
+    elif k in ("or", "and"):
+        t = _T((k, frozenset(_canonical(x, memo) for x in t[1])))
+    elif k in ("rep", "not"):
+        t = _T((k, _canonical(t[1], memo), *t[2:]))
+    return memo.setdefault(t, t)
+
+
+def _term_of(node: Node, memo: dict):
+    """``_term(node)``, canonical in ``memo``; kept there by the node's identity (a schema relates
+    each of its languages to many others: its nodes come back)."""
+    key = ("node", id(node))
+    got = memo.get(key)
+    if got is None or got[0] is not node:
+        got = memo[key] = (node, _canonical(_term(node), memo))
+    return got[1]
 
 
 def _term(node: Node):
     kind = node[0]
     if kind == "chars":
-        return ("chars", _union(node[1])) if node[1] else NONE
+        return _T(("chars", _union(node[1]))) if node[1] else NONE
     if kind == "seq":
         out = EPS
         for n in reversed(node[1]):
@@ -184,8 +227,9 @@ def dfa(nodes: list[Node], max_states: int = MAX_STATES, minus: list[Node] = (),
         _boundaries(n, cuts)
     cuts = sorted(c for c in cuts if 0 <= c <= 0x110000)
     atoms = [(a, b - 1) for a, b in zip(cuts, cuts[1:])]
-    start = _and([_term(n) for n in nodes] + ([("not", _or([_term(n) for n in minus]))] if minus else []))
-    index, states, trans, memo = {start: 0}, [start], [], {} if memo is None else memo
+    memo = {} if memo is None else memo
+    start = _canonical(_and([_term_of(n, memo) for n in nodes] + ([_T(("not", _or([_term_of(n, memo) for n in minus])))] if minus else [])), memo)
+    index, states, trans = {start: 0}, [start], []
     i = 0
     while i < len(states):
         t = states[i]
@@ -221,14 +265,18 @@ def dfa(nodes: list[Node], max_states: int = MAX_STATES, minus: list[Node] = (),
 def _minimize(trans, accepting, live):
     """Moore's partition refinement on the live states (fewer states: a smaller regex written back)."""
     states = sorted(live)
-    block = {s: int(accepting[s]) for s in states}
+    rows = {s: sorted(trans[s].items()) for s in states}
+    targets = {s: [j for _, j in rows[s]] for s in states}
+    ids: dict = {}  # first blocks: acceptance and the atoms that lead somewhere (a round of refinement tells these apart)
+    block = {s: ids.setdefault((accepting[s], tuple(a for a, _ in rows[s])), len(ids)) for s in states}
+    count = len(ids)
     while True:
-        sig = {s: (block[s], tuple(sorted((a, block[j]) for a, j in trans[s].items()))) for s in states}
-        ids: dict = {}
-        new = {s: ids.setdefault(sig[s], len(ids)) for s in states}
-        if len(ids) == len(set(block.values())):
+        ids = {}
+        get = block.__getitem__
+        new = {s: ids.setdefault((block[s], tuple(map(get, targets[s]))), len(ids)) for s in states}
+        if len(ids) == count:
             break
-        block = new
+        block, count = new, len(ids)
     if 0 not in block:
         return trans, accepting, live
     renum: dict[int, int] = {block[0]: 0}
@@ -355,16 +403,31 @@ def signature(nodes: list[Node], memo: dict | None = None):
     return tuple((accepting[s], tuple((lo, hi, order[j]) for lo, hi, j in rows[s])) for s in queue)
 
 
-def is_covered(node: Node, others: list[Node], max_states: int = 20 * MAX_STATES) -> bool | None:
+def matches(node: Node, text: str, memo: dict | None = None) -> bool:
+    """Whether ``text`` is in the node's language (its derivatives, code point by code point;
+    ``memo``: as for :func:`dfa`). No regex is compiled: a schema's string languages can be
+    regexes that take Python's ``re`` a tenth of a second each to compile."""
+    memo = {} if memo is None else memo
+    t = _term_of(node, memo)
+    for ch in text:
+        t = _deriv(t, ord(ch), memo)
+        if t == NONE:
+            return False
+    return _nullable(t)
+
+
+def is_covered(node: Node, others: list[Node], max_states: int = 20 * MAX_STATES, memo: dict | None = None) -> bool | None:
     """Whether every string of ``node`` is in some of ``others`` (None: too large to tell): a
-    breadth-first search for a string of node outside them, which stops at the first."""
+    breadth-first search for a string of node outside them, which stops at the first. ``memo``: as
+    for :func:`dfa`."""
     cuts: set = {0, 0x110000}
     for n in [node, *others]:
         _boundaries(n, cuts)
     cuts = sorted(c for c in cuts if 0 <= c <= 0x110000)
     reps = cuts[:-1]  # one code point per class
-    start = _and([_term(node), ("not", _or([_term(n) for n in others]))])
-    seen, queue, memo = {start}, [start], {}
+    memo = {} if memo is None else memo
+    start = _canonical(_and([_term_of(node, memo), _T(("not", _or([_term_of(n, memo) for n in others])))]), memo)
+    seen, queue = {start}, [start]
     for t in queue:
         if _nullable(t):
             return False

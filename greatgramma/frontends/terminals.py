@@ -289,13 +289,13 @@ class Terminals:
             inner = [self.nodes[n] for n in self.inside[name]]
             if not inner and _infinite(node):
                 continue  # finitely many literals cannot cover it
-            others = inner + [ln for ln, t in zip(literal_nodes, texts) if re.fullmatch(self._regex_of(name), t)]
-            if others and is_covered(node, others):
+            others = inner + [ln for ln, v in zip(literal_nodes, values) if self._holds(name, v)]
+            if others and is_covered(node, others, memo=self.derivatives):
                 out.add(name)
         # the generic STRING too, where the constrained terminals and the literals hold every string
         # (``maxLength: 12`` beside ``minLength: 2``); a quick test on a few strings first
-        if self.nodes and all(w in values or any(re.fullmatch(v, w) for v in self.values.values()) for w in _PROBES):
-            if is_covered(("rep", rx.ANY_CHAR, 0, None), [*self.nodes.values(), *literal_nodes]):
+        if self.nodes and all(w in values or any(self._holds(n, w) for n in self.nodes) for w in _PROBES):
+            if is_covered(("rep", rx.ANY_CHAR, 0, None), [*self.nodes.values(), *literal_nodes], memo=self.derivatives):
                 out.add("STRING")
         return out
 
@@ -367,15 +367,18 @@ class Terminals:
             members = strings
         else:
             alts = [language, *sorted(self.inside[language])]
-            members = {t: n for t, n in strings.items() if re.fullmatch(self._regex_of(language), t)}
+            members = {t: n for t, n in strings.items() if self._holds(language, json.loads(t))}
         if minus:
             gone = set(minus).union(*(self.inside[m] for m in minus))
             alts = [a for a in alts if a not in gone]
-            members = {t: n for t, n in members.items() if not any(re.fullmatch(self._regex_of(m), t) for m in minus)}
+            members = {t: n for t, n in members.items() if not any(self._holds(m, json.loads(t)) for m in minus)}
         return [a for a in alts if a not in self.shadowed] + [n for t, n in members.items() if json.loads(t) not in exclude]
 
-    def _regex_of(self, language: str) -> str:
-        return next(r for r, n in self.languages.items() if n == language)
+    def _holds(self, language: str, value: str) -> bool:
+        """Whether the string ``value`` is in the language of the terminal named ``language``."""
+        from .intersect import matches
+
+        return matches(self.nodes[language], value, self.derivatives)
 
     def _int_atoms(self) -> dict:
         bounds = sorted(self.int_bounds)
