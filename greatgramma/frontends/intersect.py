@@ -228,7 +228,10 @@ def dfa(nodes: list[Node], max_states: int = MAX_STATES, minus: list[Node] = (),
     cuts = sorted(c for c in cuts if 0 <= c <= 0x110000)
     atoms = [(a, b - 1) for a, b in zip(cuts, cuts[1:])]
     memo = {} if memo is None else memo
-    start = _canonical(_and([_term_of(n, memo) for n in nodes] + ([_T(("not", _or([_term_of(n, memo) for n in minus])))] if minus else [])), memo)
+    parts = [_term_of(n, memo) for n in nodes]
+    if minus:
+        parts.append(_T(("not", _or([_term_of(n, memo) for n in minus]))))
+    start = _canonical(_and(parts), memo)
     index, states, trans = {start: 0}, [start], []
     i = 0
     while i < len(states):
