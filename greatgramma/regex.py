@@ -659,6 +659,13 @@ def compile_regex(terminal: str, pattern: str, *, max_states: int = 200_000) -> 
         parsed = sre_parse.parse(pattern, 0)
     except re.error as exc:
         raise UnsupportedRegexError(terminal, f"invalid regex ({exc})", pattern) from None
+    try:
+        return _built_nfa(terminal, pattern, max_states, parsed)
+    except ResourceLimitError as exc:
+        raise ResourceLimitError(f"terminal {terminal}: {exc}; simplify the pattern") from None
+
+
+def _built_nfa(terminal: str, pattern: str, max_states: int, parsed) -> ByteNFA:
     flags = parsed.state.flags & ~re.VERBOSE
     ops = [(op, av[0] if op in (C.ASSERT, C.ASSERT_NOT) else None) for op, av in _nodes(parsed)]
     lazy = (C.MIN_REPEAT, None) in ops

@@ -154,6 +154,11 @@ def test_dfa_state_limit() -> None:
         build_lexer([spec("BLOWUP", r"(a|b)*a(a|b){12}")], max_states=1000)
 
 
+def test_nfa_state_limit_names_the_terminal() -> None:
+    with pytest.raises(gg.ResourceLimitError, match="terminal HUGE: regex NFA exceeds"):
+        build_lexer([spec("HUGE", r"(?:(?:ab|cd){900}){300}")])
+
+
 def test_utf8_sequences_cover_exactly_the_range() -> None:
     for lo, hi in [(0, 0x7F), (0x80, 0x7FF), (0x7F, 0x900), (0xD000, 0xE100), (0x10000, 0x10400), (0xFFF0, 0x10010)]:
         got = []

@@ -238,6 +238,27 @@ def test_format_uri_against_rfc3986_validator() -> None:
         for fmt, rule in (("uri", "URI"), ("uri-reference", "URI_reference")):
             assert (re.fullmatch(FORMATS[fmt], text) is not None) == bool(validator.validate_rfc3986(text, rule=rule)), (fmt, text)
 
+IPV6 = ["::", "::1", "1::", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7::", "::2:3:4:5:6:7:8", "fe80::1:2", "FFFF::abcd",
+        "::ffff:1.2.3.4", "1:2:3:4:5:6:1.2.3.4", "::1.2.3.4", "64:ff9b::192.0.2.33", "0000:0000::0000",
+        "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7", "1::2::3", ":1::2", "1::2:", "12345::", "g::", "::ffff:1.2.3.256",
+        "::ffff:01.2.3.4", "1:2:3:4:5:6:7:1.2.3.4", "fe80::1%eth0", "fe80::1%", "", ":", ":::", "1.2.3.4", " ::1"]
+
+
+def test_format_ipv6() -> None:
+    """ipv6 as jsonschema checks it (``ipaddress.IPv6Address``, no zone): hand cases, then the
+    text forms of random addresses and near misses of them."""
+    import ipaddress
+    import random
+
+    rng, cases = random.Random(0), list(IPV6)
+    for _ in range(25):
+        a = ipaddress.IPv6Address(rng.getrandbits(128) & rng.choice([(1 << 128) - 1, 0xFFFF << rng.randrange(0, 112, 16), (1 << 48) - 1]))
+        for form in (a.compressed, a.exploded.upper(), "::ffff:" + str(ipaddress.IPv4Address(int(a) & 0xFFFFFFFF))):
+            cases += [form, form[1:], form + ":", form.replace(":", "::", 1)]
+    assert 0 < sum(oracle({"format": "ipv6"}, c) for c in cases) < len(cases)
+    check({"type": "string", "format": "ipv6"}, cases)
+
+
 OVERLAPPING = [  # string constraints whose languages overlap without either containing the other
     {"a": {"type": "string", "maxLength": 3}, "b": {"type": "string", "pattern": "^[a-z]+$"},
      "c": {"type": "string", "pattern": "ap"}, "d": {"type": "string", "pattern": "wi"}, "i": {"enum": ["ap", "wiap"]}},

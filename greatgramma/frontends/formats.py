@@ -60,13 +60,13 @@ FORMATS = {
     "date-time": rf"{DATE}[Tt]{TIME}",
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
     "ipv4": _IPV4,
+    "ipv6": _IPV6,  # RFC 4291 text forms (RFC 3986's IPv6address), no zone: as ipaddress.IPv6Address reads them for jsonschema
     "uri": URI,  # RFC 3986 `URI` (absolute, a fragment allowed), as rfc3986-validator checks it for jsonschema
     "uri-reference": rf"(?:{URI}|{RELATIVE_REF})",
     "email": r"(?s:.*@.*)",  # what jsonschema's FormatChecker checks: an @ somewhere
 }
 # Known formats whose languages are not (or not practically) regular here: refused, not ignored.
-REFUSED = {"idn-email", "iri", "iri-reference", "hostname", "idn-hostname",
-           "ipv6", "uri-template", "json-pointer", "relative-json-pointer", "regex", "duration"}
+REFUSED = {"idn-email", "iri", "iri-reference", "hostname", "idn-hostname", "uri-template", "json-pointer", "relative-json-pointer", "regex", "duration"}
 
 
 @lru_cache(maxsize=None)
