@@ -106,8 +106,9 @@ class LexerViews:
 
     def _restarts(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(per first byte: whether its strings end the lexeme at once and run from the start
-        state, the start code they add to their row's part or ``_NONE``; the first terminal of
-        each byte, NO_TERM where ignored) from DFA state q."""
+        state, or go on as from it, the start code they add to their row's part or ``_NONE``; the
+        first terminal of each byte, NO_TERM where ignored or going on as from the start) from
+        DFA state q."""
         lexer, layout = self._lexer, self._blocks.layout
         delta, accept_next = lexer.delta[q], lexer.accept_next[q]
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
@@ -116,10 +117,22 @@ class LexerViews:
         else:  # strings whose first byte ends the lexeme: then they run from the start state
             restart = (delta == DEAD) & (accept_next != DEAD)
             first_of_byte = np.where(self._ignored_arr[accept_next], NO_TERM, accept_next).astype(np.int64)
+            if lexer.columns is None:  # and those that go on as from the start state (whitespace after whitespace)
+                same = self._as_from_start(delta)
+                restart |= same
+                first_of_byte[same] = NO_TERM
         # strings that run from the start state: their first terminal's code plus their row's part
         # (negative, so dead, where either is none)
         starts = np.where(restart, layout.row_codes(first_of_byte, 0), _NONE).astype(np.int32)
         return restart, starts, first_of_byte
+
+    def _as_from_start(self, delta: np.ndarray) -> np.ndarray:
+        """Per first byte, whether a DFA state with this row goes where the start state goes on it,
+        to a state whose lexeme cannot die before it ends again: its strings then do exactly
+        what they do from the start state, whose outcomes are their suffix rows at offset 0 (no
+        walk: the first masks of the whitespace and number states were the slowest)."""
+        lexer = self._lexer
+        return (delta == lexer.delta[0]) & (delta != DEAD) & ~lexer.risky[delta]
 
     def _found_blocks(self, x: int, live: list[tuple[int, int, int, int]]) -> list:
         """The block of each live (byte, first string, end string, DFA state after it) of lexer
@@ -158,7 +171,7 @@ class LexerViews:
         held: list[tuple[int, int]] = []
         if q != 0:
             to = delta.tolist()  # (plain ints: numpy scalars cost more per byte)
-            live = [(b, lo, hi, to[b]) for b, lo, hi in td.trie.root_children if to[b] != DEAD]
+            live = [(b, lo, hi, to[b]) for b, lo, hi in td.trie.root_children if to[b] != DEAD and not restart[b]]
             for (b, _, _, st), blk in zip(live, self._found_blocks(x, live)):
                 if blk.code is None:
                     held.append((b, st))
@@ -246,7 +259,7 @@ class LexerViews:
         rest0 = self._rows_from_start(restart & todo)
         to = self._lexer.delta[x]
         differ = differ.tolist()
-        live = [(b, *td.trie.root_span[b], int(to[b])) for b in differ if to[b] != DEAD]
+        live = [(b, *td.trie.root_span[b], int(to[b])) for b in differ if to[b] != DEAD and not restart[b]]
         found = dict(zip((b for b, *_ in live), self._found_blocks(x, live)))
         if any(blk.code is None for blk in found.values()):
             return None, []

@@ -69,3 +69,51 @@ def test_patched_views_give_the_masks_of_assembled_views(vocabularies, hf_tokeni
         b = views[1][x]
         assert np.array_equal(a.code, b.code), x
         assert (a.firsts, a.end_groups) == (b.firsts, b.end_groups), x
+
+
+def test_strings_that_go_on_as_from_the_start_state_need_no_walk(vocabularies, hf_tokenizers, monkeypatch) -> None:
+    """Where a DFA state goes on a first byte where the start state goes (whitespace after
+    whitespace), to a state whose lexeme cannot die before it ends again, the byte's strings are
+    read off their suffix rows at offset 0, as from the start state: no block is walked for them,
+    and the masks are those of the walked blocks (along instances written with indents, and
+    random walks among the allowed tokens)."""
+    import random
+
+    vocab, tok = vocabularies("llama3"), hf_tokenizers("llama3")
+    compiled = gg.compile(gg.Grammar.from_json_schema(SCHEMA), vocab)
+    walks = [encode_exact(tok, json.dumps(doc, indent=2), vocab.token_bytes) for doc in INSTANCES]
+    lexer = compiled.lexer
+    ws = [q for q in range(1, lexer.num_states) if lexer.delta[q][ord(" ")] == q == lexer.delta[0][ord(" ")]]
+    assert ws, "no whitespace state that the start state enters on a space: the test checks nothing"
+
+    def masks_along(masker, rng):
+        out = []
+        for ids in walks + [None] * 4:
+            state = masker.initial_state()
+            for step in range(len(ids) if ids else 60):
+                words = masker.mask(state)
+                out.append(words)
+                if ids:
+                    t = ids[step]
+                else:
+                    allowed = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little")[: vocab.vocab_size])
+                    spaced = [t for t in allowed.tolist() if vocab.token_bytes[t][:1] in (b" ", b"\n")]
+                    if not len(allowed):
+                        break
+                    t = rng.choice(spaced if spaced and rng.random() < 0.7 else allowed.tolist())
+                    if t in masker.compiled.vocab.eos_token_ids:
+                        break
+                state = masker.advance(state, t)
+            out.append(masker.mask(state))
+        return out
+
+    fast = gg.Masker(compiled)
+    got = masks_along(fast, random.Random(0))
+    assert not any((ord(" "), q) in fast._views._blocks for q in ws), "a whitespace block was walked"
+    monkeypatch.setattr(LexerViews, "_as_from_start", lambda self, delta: np.zeros(256, dtype=bool))
+    walked = gg.Masker(gg.compile(gg.Grammar.from_json_schema(SCHEMA), vocab))
+    expected = masks_along(walked, random.Random(0))
+    assert any((ord(" "), q) in walked._views._blocks for q in ws)
+    assert len(got) == len(expected)
+    for i, (a, b) in enumerate(zip(got, expected)):
+        assert np.array_equal(a, b), i
