@@ -104,11 +104,11 @@ class LexerViews:
         lexer = self._lexer
         return lexer.delta[x].astype(np.int64) * (len(lexer.terminals) + 2) + lexer.accept_next[x] + 1
 
-    def _restarts(self, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _restarts(self, q: int, own: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(per first byte: whether its strings end the lexeme at once and run from the start
         state, or go on as from it, the start code they add to their row's part or ``_NONE``; the
         first terminal of each byte, NO_TERM where ignored or going on as from the start) from
-        DFA state q."""
+        DFA state q (``own``: in a lexer state with a fallback of its own)."""
         lexer, layout = self._lexer, self._blocks.layout
         delta, accept_next = lexer.delta[q], lexer.accept_next[q]
         if q == 0:  # from the start state a string's outcome is its suffix row at offset 0
@@ -118,7 +118,7 @@ class LexerViews:
             restart = (delta == DEAD) & (accept_next != DEAD)
             first_of_byte = np.where(self._ignored_arr[accept_next], NO_TERM, accept_next).astype(np.int64)
             if lexer.columns is None:  # and those that go on as from the start state (whitespace after whitespace)
-                same = self._as_from_start(delta)
+                same = self._as_from_start(delta, accept_next, own)
                 restart |= same
                 first_of_byte[same] = NO_TERM
         # strings that run from the start state: their first terminal's code plus their row's part
@@ -126,13 +126,16 @@ class LexerViews:
         starts = np.where(restart, layout.row_codes(first_of_byte, 0), _NONE).astype(np.int32)
         return restart, starts, first_of_byte
 
-    def _as_from_start(self, delta: np.ndarray) -> np.ndarray:
+    def _as_from_start(self, delta: np.ndarray, accept_next: np.ndarray, own: bool) -> np.ndarray:
         """Per first byte, whether a DFA state with this row goes where the start state goes on it,
-        to a state whose lexeme cannot die before it ends again: its strings then do exactly
-        what they do from the start state, whose outcomes are their suffix rows at offset 0 (no
-        walk: the first masks of the whitespace and number states were the slowest)."""
+        and its strings cannot back up to before the byte (the state after it cannot die before
+        it ends again, or nothing is accepted before the byte and the lexer state has no
+        fallback of its own): its strings then do exactly what they do from the start state,
+        whose outcomes are their suffix rows at offset 0 (no walk: the first masks of the
+        whitespace and number states were the slowest)."""
         lexer = self._lexer
-        return (delta == lexer.delta[0]) & (delta != DEAD) & ~lexer.risky[delta]
+        safe = ~lexer.risky[delta] if own else ~lexer.risky[delta] | (accept_next == DEAD)
+        return (delta == lexer.delta[0]) & (delta != DEAD) & safe
 
     def _found_blocks(self, x: int, live: list[tuple[int, int, int, int]]) -> list:
         """The block of each live (byte, first string, end string, DFA state after it) of lexer
@@ -161,7 +164,7 @@ class LexerViews:
         td, lexer, layout = self._subtrees, self._lexer, self._blocks.layout
         q = lexer.base(x)
         delta, accept_next = lexer.delta[q], lexer.accept_next[q]
-        restart, starts, first_of_byte = self._restarts(q)
+        restart, starts, first_of_byte = self._restarts(q, x >= lexer.num_states)
         rest0 = self._rows_from_start(restart)
         restarting = np.flatnonzero(restart & self._byte_has_rest0).tolist()
         parts: list = [None] * 256

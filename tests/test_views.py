@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import greatgramma as gg
+from greatgramma.codes import DEAD
 from greatgramma.tokenize import encode_exact
 from greatgramma.views import LexerViews
 
@@ -73,7 +74,7 @@ def test_patched_views_give_the_masks_of_assembled_views(vocabularies, hf_tokeni
 
 def test_strings_that_go_on_as_from_the_start_state_need_no_walk(vocabularies, hf_tokenizers, monkeypatch) -> None:
     """Where a DFA state goes on a first byte where the start state goes (whitespace after
-    whitespace), to a state whose lexeme cannot die before it ends again, the byte's strings are
+    whitespace, a digit after digits), and its strings cannot back up to before the byte, they are
     read off their suffix rows at offset 0, as from the start state: no block is walked for them,
     and the masks are those of the walked blocks (along instances written with indents, and
     random walks among the allowed tokens)."""
@@ -107,10 +108,14 @@ def test_strings_that_go_on_as_from_the_start_state_need_no_walk(vocabularies, h
             out.append(masker.mask(state))
         return out
 
+    one = ord("1")
+    digits = lexer.delta[0][one]  # inside an integer: it may die on "1.x", but nothing is accepted before a digit
+    assert lexer.delta[digits][one] == digits and lexer.risky[digits] and lexer.accept_next[digits][one] == DEAD
     fast = gg.Masker(compiled)
     got = masks_along(fast, random.Random(0))
     assert not any((ord(" "), q) in fast._views._blocks for q in ws), "a whitespace block was walked"
-    monkeypatch.setattr(LexerViews, "_as_from_start", lambda self, delta: np.zeros(256, dtype=bool))
+    assert digits in fast._views.caches()["views"] and (one, digits) not in fast._views._blocks, "a digit block was walked"
+    monkeypatch.setattr(LexerViews, "_as_from_start", lambda self, *row: np.zeros(256, dtype=bool))
     walked = gg.Masker(gg.compile(gg.Grammar.from_json_schema(SCHEMA), vocab))
     expected = masks_along(walked, random.Random(0))
     assert any((ord(" "), q) in walked._views._blocks for q in ws)
