@@ -66,7 +66,8 @@ FORMATS = {
     "email": r"(?s:.*@.*)",  # what jsonschema's FormatChecker checks: an @ somewhere
 }
 # Known formats whose languages are not (or not practically) regular here: refused, not ignored.
-REFUSED = {"idn-email", "iri", "iri-reference", "hostname", "idn-hostname", "uri-template", "json-pointer", "relative-json-pointer", "regex", "duration"}
+REFUSED = {"idn-email", "iri", "iri-reference", "hostname", "idn-hostname",
+           "uri-template", "json-pointer", "relative-json-pointer", "regex", "duration"}
 
 
 @lru_cache(maxsize=None)
