@@ -3,7 +3,8 @@
 Steady state, as a server sees it after a while: one compiled grammar (compiled eagerly, as
 Table 1 does) and one ``Masker`` in the caller, one ``MaskWorkers`` pool, all warmed first by an
 untimed pass over other texts (``--warmup`` sequences, once serially and once through the pool).
-Then, per (B, run, mode), B matchers each start at a seeded random point of their own text (real
+Then the caller's heap is frozen (``gc.freeze()``, as vLLM and SGLang do after startup; the
+workers freeze theirs after every fill), and per (B, run, mode), B matchers each start at a seeded random point of their own text (real
 Go files of the Go sources for ``go``, seeded random JSON documents for ``json``), reached
 without asking for masks, and walk ``--steps`` tokens in lockstep: a step fills the B masks
 (timed), then every matcher takes its text's next token (not timed). Every step is a new token
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gc
 import json
 import os
 import platform
@@ -162,6 +164,8 @@ def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: 
         default_pool.wait()
         for mode in modes:  # warm every process's tables and caches (untimed), each mode on the same texts
             walk(maskers[mode], windows(walks, warmup, 2 * steps, random.Random(3)), 2 * steps, fills[mode])
+        gc.collect()
+        gc.freeze()  # what serving engines do after startup (vLLM, SGLang): the collector skips the heap warmed so far
         for b in batches:
             cell: dict = {"batch": b}
             for _ in range(runs):
@@ -222,7 +226,7 @@ def table(data: dict) -> str:
         f"# Batch mask filling, {data['date']}: one step's masks for B sequences (ms, median of {data['runs']} runs' mean step)\n",
         f"{data['machine']}; load average {data['load_average_start']} at the start, {data['load_average_end']} at the end; "
         f"MaskWorkers with {data['processes']} process(es) beside the caller; {data['steps']} steps per sequence after a "
-        f"warm-up of {data['warmup']} sequences. Ratio: the mode's step time over serial's.\n",
+        f"warm-up of {data['warmup']} sequences, the heap frozen after it (gc.freeze(), as serving engines do after startup). Ratio: the mode's step time over serial's.\n",
     ]
     for r in data["results"]:
         modes = [m for m in MODES if f"{m}_ms" in r["cells"][0]]

@@ -87,6 +87,20 @@ class Masker:
             return np.zeros(self._nwords, dtype=np.int32)
         return self._token_words(state.lexer, state.stack).copy().view(np.int32)
 
+    def _cached_mask(self, state: State) -> np.ndarray | None:
+        """The mask of this unfinished state if the cache holds it (int32 words, the cache's own:
+        read, never write), else None; nothing is computed."""
+        got = self._masks.get((state.lexer, state.stack))
+        return None if got is None else got.view(np.int32)
+
+    def _keep_mask(self, state: State, mask: np.ndarray) -> None:
+        """Cache ``mask``, the mask of this unfinished state computed by another Masker of the same
+        grammar (a worker process's), so that this one finds it as if it had computed it."""
+        words = np.array(mask, dtype=np.int32).view(np.uint32)
+        if words.shape != (self._nwords,):
+            raise ValueError(f"a mask of this grammar has {self._nwords} words, got shape {words.shape}")
+        self._masks.put((state.lexer, state.stack), words, words.nbytes + self._stack_bytes(state.stack))
+
     def is_complete(self, state: State) -> bool:
         """Whether the output so far is a complete sentence (EOS allowed)."""
         self._check(state)

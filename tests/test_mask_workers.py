@@ -22,8 +22,10 @@ from helpers import CALC_TOKENS
 from test_python_grammar import OWN_PROGRAMS, small_compiled, small_ids
 
 import greatgramma as gg
+from greatgramma.cache import per_object
 from greatgramma.serving import MaskWorkers
 from greatgramma.serving.mask_workers import _Frames, _SentFrames
+from greatgramma.indenter import IndentedStack
 from greatgramma.stack import Frame, frames_of
 
 EOS = 0
@@ -36,12 +38,30 @@ def pool():
         yield workers
 
 
+@pytest.fixture
+def slow_caller(monkeypatch):
+    """The caller sleeps 5 ms before each share of rows it fills: the calc grammar's masks take
+    microseconds, and a caller that fast would take every job before a worker woke up."""
+    fill_here = MaskWorkers._masks_here
+
+    def slowly(self, matchers, rows, **learn):
+        if rows:
+            time.sleep(0.005)
+        return fill_here(self, matchers, rows, **learn)
+
+    monkeypatch.setattr(MaskWorkers, "_masks_here", slowly)
+
+
 def words_of(m: gg.Matcher) -> int:
     return (m.vocab_size + 31) // 32
 
 
+reference = per_object(gg.Masker)  # maskers of their own: the matchers' maskers keep the workers' masks
+
+
 def check_fill(pool: MaskWorkers, matchers: list[gg.Matcher | None], width: int | None = None) -> np.ndarray:
-    """Fill through the workers; every row equals the matcher's own mask; None rows untouched."""
+    """Fill through the workers; every row equals its mask computed by a masker the workers'
+    masks never went into; None rows untouched."""
     width = width or max(words_of(m) for m in matchers if m is not None)
     bitmask = np.full((len(matchers) + 1, width), -1, dtype=np.int32)
     gg.fill_next_token_bitmasks(matchers, bitmask, workers=pool)
@@ -49,7 +69,7 @@ def check_fill(pool: MaskWorkers, matchers: list[gg.Matcher | None], width: int 
         if m is None:
             assert (bitmask[i] == -1).all(), f"row {i} (None) was written"
             continue
-        own = m.next_token_mask()
+        own = m.next_token_mask() if m.is_terminated() else reference(m.compiled).mask(m.state)
         assert np.array_equal(bitmask[i, : len(own)], own), f"row {i}: the workers' mask differs"
         assert not bitmask[i, len(own) :].any(), f"row {i}: words past the vocabulary not zeroed"
     assert (bitmask[-1] == -1).all()
@@ -61,7 +81,7 @@ def random_walks(pool: MaskWorkers, compiled: gg.CompiledGrammar, batch: int, st
     rng = random.Random(seed)
     masker = gg.Masker(compiled)
     matchers = [gg.Matcher(masker) for _ in range(batch)]
-    filled = 0
+    filled, before = 0, pool.rows_from_workers
     for _ in range(steps):
         bitmask = check_fill(pool, matchers)
         filled += 1
@@ -72,16 +92,17 @@ def random_walks(pool: MaskWorkers, compiled: gg.CompiledGrammar, batch: int, st
                 continue
             choices = [t for t in allowed if t not in m.eos_token_ids] or allowed
             assert m.accept_token(rng.choice(choices))
+    assert pool.rows_from_workers > before, "the workers filled no row"
     return filled
 
 
-def test_calc_walks(pool: MaskWorkers, calc_compiled) -> None:
+def test_calc_walks(pool: MaskWorkers, calc_compiled, slow_caller) -> None:
     assert random_walks(pool, calc_compiled, batch=7, steps=25, seed=1) == 25
     pool.clear_caches()  # fresh maskers in the workers: the same masks
     assert random_walks(pool, calc_compiled, batch=7, steps=10, seed=1) == 10
 
 
-def test_indented_stacks(pool: MaskWorkers) -> None:
+def test_indented_stacks(pool: MaskWorkers, slow_caller) -> None:
     """Python with the indenter: each row walks a prefix of a program, then random tokens."""
     compiled = small_compiled()
     masker = gg.Masker(compiled)
@@ -116,8 +137,8 @@ def test_rows_taken_from_both_ends(pool: MaskWorkers, calc_compiled) -> None:
     """Rows only the worker was given (the caller's share is empty): the caller takes jobs from the
     end of the worker's list while the worker takes them from the front; every row filled once."""
     rng = random.Random(3)
-    masker = gg.Masker(calc_compiled)
     for _ in range(10):
+        masker = gg.Masker(calc_compiled)  # nothing cached in the caller: every row is a job
         matchers: list[gg.Matcher | None] = []
         for i in range(24):
             m = gg.Matcher(masker)
@@ -137,20 +158,26 @@ def test_torch_bitmask(pool: MaskWorkers, calc_compiled) -> None:
         assert np.array_equal(bitmask[i].numpy(), m.next_token_mask())
 
 
+def uncached(compiled: gg.CompiledGrammar, n: int) -> list[gg.Matcher]:
+    """``n`` matchers at the start over a new masker: none of their masks is cached in the caller."""
+    masker = gg.Masker(compiled)
+    return [gg.Matcher(masker) for _ in range(n)]
+
+
 def test_killed_worker_is_replaced(calc_compiled) -> None:
     with MaskWorkers(1, min_batch=1, min_seconds=0.0) as workers:
-        matchers = [gg.Matcher(calc_compiled) for _ in range(4)]
         assert workers.wait(timeout=60)
-        check_fill(workers, matchers)
+        check_fill(workers, uncached(calc_compiled, 4))
         worker = workers._workers[0]
         worker._proc.kill()
         worker._proc.join()
         with pytest.warns(RuntimeWarning, match="mask worker 0 stopped"):
-            check_fill(workers, matchers)  # filled in the caller
+            check_fill(workers, uncached(calc_compiled, 4))  # filled in the caller
         assert workers.wait(timeout=60)
-        check_fill(workers, matchers)  # a fresh worker
+        check_fill(workers, uncached(calc_compiled, 4))  # a fresh worker
         assert worker._proc is not None and worker._proc.is_alive() and worker._grammars
     with pytest.raises(gg.GreatGrammaError, match="closed"):
+        matchers = uncached(calc_compiled, 4)
         workers.fill(matchers, np.zeros((4, words_of(matchers[0])), dtype=np.int32))
 
 
@@ -161,7 +188,7 @@ def test_grammars_forgotten_past_max_grammars(calc_vocab) -> None:
         assert workers.wait(timeout=60)
         for round_ in range(2):
             for c in compiled:
-                check_fill(workers, [gg.Matcher(c) for _ in range(3)])
+                check_fill(workers, uncached(c, 3))
                 assert len(workers._grammars) <= 2
                 assert len(os.listdir(workers._dir)) == len(workers._grammars)
         assert workers._workers[0]._grammars == set(workers._grammars)
@@ -170,14 +197,31 @@ def test_grammars_forgotten_past_max_grammars(calc_vocab) -> None:
 def test_cheap_batches_stay_in_the_caller(calc_compiled) -> None:
     with MaskWorkers(1, min_batch=2, min_seconds=10.0) as workers:
         assert workers.wait(timeout=60)
-        matchers = [gg.Matcher(calc_compiled) for _ in range(6)]
-        check_fill(workers, matchers)  # learns that a row costs far less than 10 s / 6
-        check_fill(workers, matchers)
-        assert not workers._workers[0]._grammars  # never asked
+        check_fill(workers, uncached(calc_compiled, 6))
+        check_fill(workers, uncached(calc_compiled, 6))  # it learned that a row costs far less than 10 s / 6
+        assert workers.rows_from_workers <= 6 and len(workers._workers[0]._grammars) <= 1
     with MaskWorkers(1, min_batch=8, min_seconds=0.0) as workers:
         assert workers.wait(timeout=60)
         check_fill(workers, [gg.Matcher(calc_compiled) for _ in range(7)])
         assert not workers._workers[0]._grammars
+
+
+def test_masks_the_caller_holds_stay_in_the_caller(calc_compiled, slow_caller) -> None:
+    """Rows whose masks the caller's masker holds are filled there; the masks the workers computed
+    go into it, so the same states a step later ask the workers nothing."""
+    with MaskWorkers(1, min_batch=1, min_seconds=0.0) as workers:
+        assert workers.wait(timeout=60)
+        matchers = uncached(calc_compiled, 6)
+        for m, tok in zip(matchers, [b"1", b"(", b"2", b"12", b"1", b"("]):
+            assert m.accept_token(CALC_TOKENS.index(tok))
+        check_fill(workers, matchers)
+        assert workers.rows_from_workers > 0
+        asked = workers.rows_from_workers
+        check_fill(workers, matchers)  # all cached in the caller now, the workers' rows too
+        check_fill(workers, matchers[:3] + uncached(calc_compiled, 1))  # one row left: not worth a round trip
+        assert workers.rows_from_workers == asked
+    with pytest.raises(ValueError, match="has 1 words"):
+        matchers[0].masker._keep_mask(matchers[0].state, np.zeros(2, dtype=np.int32))
 
 
 def test_a_starting_worker_is_not_waited_for(calc_compiled) -> None:
@@ -208,26 +252,35 @@ def test_bad_options() -> None:
 
 def test_stacks_sent_as_the_frames_the_worker_lacks() -> None:
     """A stack travels as its deepest frame the worker holds and the states pushed since; equal
-    stacks share frames in the worker; a worker that missed frames refuses the next message; a
-    cleared pair starts over."""
+    stacks share frames in the worker; a worker that missed frames refuses the next stack; a
+    cleared pair starts over; the indenter's stacks keep their brackets and levels."""
     sent, held = _SentFrames(), _Frames()
+
+    def travel(*stacks):  # as a message does: every stack encoded, then every one decoded
+        return [held.decode(*code) for code in [sent.encode(st) for st in stacks]]
+
     a = frames_of((0, 5, 7, 9))
     b = Frame(11, a.parent)  # (0, 5, 7, 11): shares three frames with a
-    got_a, got_b, again_a = held.loads(sent.dumps(("masks", [a, b, a])))[1]
+    got_a, got_b, again_a = travel(a, b, a)
     assert got_a.states() == (0, 5, 7, 9) and got_b.states() == (0, 5, 7, 11)
     assert again_a is got_a and got_b.parent is got_a.parent and len(sent) == 5
     c = Frame(3, Frame(2, b))  # the next step: two pushes on b, and only they travel
-    got_c = held.loads(sent.dumps(("masks", [c])))[1][0]
+    assert sent.encode(c)[1:] == (4, (2, 3), 5)
+    sent, held = _SentFrames(), _Frames()
+    got_a, got_b, got_c = travel(a, b, c)
     assert len(sent) == 7 and got_c.parent.parent is got_b and got_c == c
     twin = frames_of((0, 5, 7, 11, 2, 3))  # equal to c, but none of c's frames: the same frames there
-    assert held.loads(sent.dumps(("masks", [twin])))[1][0] is got_c
-    sent.dumps(("masks", [Frame(4, c)]))  # never reaches the worker
+    assert travel(twin)[0] is got_c
+    sent.encode(Frame(4, c))  # never reaches the worker
     with pytest.raises(gg.GreatGrammaError, match="out of order"):
-        held.loads(sent.dumps(("masks", [Frame(5, c)])))
+        travel(Frame(5, c))
     sent.clear()
     held.clear()
-    again = held.loads(sent.dumps(("masks", [c])))[1][0]
+    again = travel(c)[0]
     assert again == c and again is not got_c
+    indented = IndentedStack(2, (0, 4), c)
+    got = travel(indented)[0]
+    assert type(got) is IndentedStack and got == indented and got.lalr == c
 
 
 def test_extended_states_met_after_the_artifact(pool: MaskWorkers) -> None:

@@ -278,13 +278,13 @@ def test_mask_workers_give_the_same_generation(llama3: gg.Vocabulary, model) -> 
     from greatgramma.serving import MaskWorkers
 
     grammar = GRAMMARS["assign"]
-    compiled = gg.compile(gg.Grammar(grammar), llama3)
     prompt = torch.tensor([[128000, 128000]] * 4)
     eos = list(llama3.eos_token_ids)
     outs = []
     with MaskWorkers(1, min_batch=1, min_seconds=0.0) as workers:
         assert workers.wait(timeout=60)
         for pool in (None, workers):
+            compiled = gg.compile(gg.Grammar(grammar), llama3)  # its own masker: no mask cached from the other pass
             torch.manual_seed(5)
             proc = GrammarLogitsProcessor(compiled, workers=pool)
             out = model.generate(

@@ -18,7 +18,6 @@ the lists' ends while the workers take them from the front, so whoever is free t
 from __future__ import annotations
 
 import gc
-import io
 import mmap
 import multiprocessing
 import os
@@ -36,6 +35,7 @@ import numpy as np
 
 from ..errors import GreatGrammaError
 from ..matcher import write_rows
+from ..indenter import IndentedStack
 from ..stack import Frame
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ __all__ = ["MaskWorkers"]
 MIN_BATCH = 4  # smaller batches are filled in the caller alone
 MIN_SECONDS = 1e-3  # so are batches whose masks are expected to take less (a round trip and the share a worker takes cost ~0.3-0.5 ms)
 STEAL_WAIT = 1.0  # seconds the caller waits for the jobs' lock (held only for a few instructions)
+SPIN_SECONDS = 2e-3  # how long the caller watches the rows file for a worker's answer before it blocks on the pipe
 FRAMES_KEPT = 1 << 16  # parser stack frames a worker holds between steps, then both sides start over (about 16 MB each)
 
 
@@ -89,6 +90,7 @@ class MaskWorkers:
         self._closed = False
         self.min_seconds = min_seconds
         self._row_seconds = 1.0  # what filling one row in this process costs, learned as it goes
+        self.rows_from_workers = 0  # rows whose masks the workers computed (for measuring and tests)
         for worker in self._workers:
             worker.ready()  # start them now: they are ready in about a second
 
@@ -100,14 +102,24 @@ class MaskWorkers:
         with self._lock:
             if self._closed:
                 raise GreatGrammaError("this MaskWorkers was closed")
-            if len(rows) < max(self.min_batch, 2) or self._row_seconds * len(rows) < self.min_seconds:
-                write_rows(bitmask, rows, self._masks_here(matchers, rows))  # too little work to pay for a round trip
+            if len(rows) < max(self.min_batch, 2):
+                write_rows(bitmask, rows, self._masks_here(matchers, rows, learn=False))
+                return
+            # rows whose masks the caller's maskers hold: what their caches hold goes in as it is
+            cached = {}
+            for i in rows:
+                m = matchers[i]
+                words = m.next_token_mask() if m.state.finished else m.masker._cached_mask(m.state)  # type: ignore[union-attr]
+                if words is not None:
+                    cached[i] = words
+            live = [i for i in rows if i not in cached]
+            if len(live) < 2 or self._row_seconds * len(live) < self.min_seconds:
+                live_masks = self._masks_here(matchers, live)  # too little work to pay for a round trip
+                write_rows(bitmask, list(cached) + live, list(cached.values()) + live_masks)
                 return
             share = 1 + len(self._workers)
-            finished = [i for i in rows if matchers[i].state.finished]  # type: ignore[union-attr]
-            live = [i for i in rows if not matchers[i].state.finished]  # type: ignore[union-attr]
             mine = [i for i in live if i % share == 0]  # the caller's rows, dealt among the workers' lists' ends
-            own, asked = finished, []
+            own, asked = [], []
             try:
                 for k, worker in enumerate(self._workers, start=1):
                     # its own rows first (it takes from the front), then a part of the caller's,
@@ -117,7 +129,7 @@ class MaskWorkers:
                         asked.append((worker, jobs))
                     else:
                         own += jobs  # the worker is starting or could not be reached: the caller fills its rows
-                done, masks = own, self._masks_here(matchers, own)
+                done, masks = list(cached) + own, list(cached.values()) + self._masks_here(matchers, own)
                 taking = list(asked)
                 while taking:  # the jobs a worker has not begun, from the end of its list, in turn
                     for entry in list(taking):
@@ -138,8 +150,12 @@ class MaskWorkers:
                     done += jobs[:n]
                     if words is None:  # the worker died: the rows it may not have filled are filled here
                         masks += self._masks_here(matchers, jobs[:n])
-                    else:  # views of the worker's file, written again only at the next fill
-                        masks += [w[: _words(matchers[i])] for w, i in zip(words, jobs)]
+                        continue
+                    self.rows_from_workers += n
+                    for w, i in zip(words, jobs):  # views of the worker's file, written again only at the next fill
+                        matcher = matchers[i]
+                        masks.append(w[: _words(matcher)])
+                        matcher.masker._keep_mask(matcher.state, masks[-1])  # type: ignore[union-attr]  # the next fill finds it here
             except BaseException:
                 for worker, _ in asked:  # interrupted before they all answered: out of step with the pipe
                     worker.stop()
@@ -193,14 +209,13 @@ class MaskWorkers:
 
     # ------------------------------------------------------------ internals
 
-    def _masks_here(self, matchers: Sequence[Any], rows: list[int]) -> list[np.ndarray]:
-        """The masks of ``rows``, computed in the calling process; learns what a row costs (a moving average)."""
-        if not rows:
-            return []
+    def _masks_here(self, matchers: Sequence[Any], rows: list[int], *, learn: bool = True) -> list[np.ndarray]:
+        """The masks of ``rows``, computed in the calling process; with ``learn`` (rows whose masks
+        were not cached), learns what a row costs, as a moving average."""
         start = time.perf_counter()
         masks = [matchers[i].next_token_mask() for i in rows]
-        seconds = (time.perf_counter() - start) / len(rows)
-        self._row_seconds += (seconds - self._row_seconds) / 8
+        if learn and rows:
+            self._row_seconds += ((time.perf_counter() - start) / len(rows) - self._row_seconds) / 8
         return masks
 
     def artifact(self, compiled: Any) -> str:
@@ -236,11 +251,13 @@ class _Worker:
         self._grammars: set[int] = set()
         self._vocabs: set[str] = set()
         # (1 + rows, width) int32 words shared with the worker: row 0 holds how many jobs it has
-        # begun and where its jobs end (the caller takes jobs from the end), then a row per job
+        # begun, where its jobs end (the caller takes jobs from the end) and the number of the
+        # last fill it finished, then a row per job
         self._rows: np.ndarray | None = None
         self._rows_path: str | None = None
         self._turn: Any = None
         self._sent = _SentFrames()
+        self._fills = 0  # fills asked of this worker: it writes the number of each when done
         self._ready = False
         self._generation = 0
         self._warned = False
@@ -272,16 +289,18 @@ class _Worker:
                         self._vocabs.add(fingerprint)
                     self._conn.send(("grammar", key, pool.artifact(compiled), fingerprint))
                     self._grammars.add(key)
-                lexer, stack = m.state.lexer, m.state.stack
+                lexer = m.state.lexer
                 if lexer >= compiled.lexer.num_states:  # extended states are numbered per process: send its key
                     lexer = compiled.lexer.extended_key(lexer)
-                jobs.append((key, lexer, stack))
-            self._ensure_rows(len(jobs), max(2, *(_words(m) for m in matchers)))
-            self._rows[0, :2] = (0, len(jobs))  # type: ignore[index]  # jobs begun by the worker, jobs left to it
+                jobs.append((key, lexer, m.state.stack))
+            self._ensure_rows(len(jobs), max(3, *(_words(m) for m in matchers)))
+            self._fills = self._fills % (1 << 30) + 1  # an int32 in the rows file
+            self._rows[0, :3] = (0, len(jobs), 0)  # type: ignore[index]  # jobs begun by the worker, jobs left to it, fill done
             if len(self._sent) > FRAMES_KEPT:
                 self._sent.clear()
                 self._conn.send(("frames",))  # the worker forgets its frames too, before the next jobs
-            data = self._sent.dumps(("masks", jobs))  # notes the frames as sent: they must arrive
+            # notes the frames as sent: they must arrive
+            data = pickle.dumps(("masks", self._fills, [(k, x, *self._sent.encode(st)) for k, x, st in jobs]), pickle.HIGHEST_PROTOCOL)
             try:
                 self._conn.send_bytes(data)
             except (OSError, EOFError):
@@ -310,6 +329,9 @@ class _Worker:
     def answer(self) -> tuple[int, list[np.ndarray] | None]:
         """``(n, masks)``: the worker filled the first ``n`` jobs (``masks``, views of the rows file);
         ``masks`` is None if it died meanwhile, and ``n`` then counts the jobs it may not have filled."""
+        deadline = time.perf_counter() + SPIN_SECONDS
+        while self._rows[0, 2] != self._fills and time.perf_counter() < deadline:  # type: ignore[index]
+            pass  # the caller has nothing else to do: waking from a blocked read costs ~0.1 ms more
         try:
             status, value = self._conn.recv()
         except (OSError, EOFError):
@@ -423,11 +445,12 @@ def shared_rows(path: str, rows: int, width: int, *, create: bool = False) -> np
 
 class _SentFrames:
     """The caller's side of a worker's stack frames: the frames sent to it, by object, with the
-    number each has there. A message is pickled with each frame as a persistent id, ``(base,
-    states, first)``: the number of the deepest frame of its stack that the worker holds (-1:
-    none), the states pushed above it (bottom first) and the number the first of them gets. A
-    row's stack at the next step is last step's plus a push or two, so a step sends a few ints a
-    row. The frames are held here (so their ids stay theirs) until :meth:`clear`."""
+    number each has there. A stack goes as ``(extra, base, states, first)``: the indenter's
+    bracket depth and levels (None for a plain LALR stack), the number of the deepest frame of
+    its stack that the worker holds (-1: none), the states pushed above it (bottom first) and the
+    number the first of them gets. A row's stack at the next step is last step's plus a push or
+    two, so a step sends a few ints a row. The frames are held here (so their ids stay theirs)
+    until :meth:`clear`."""
 
     def __init__(self) -> None:
         self._number: dict[int, tuple[Frame, int]] = {}  # id(frame) -> (frame, its number in the worker)
@@ -438,17 +461,12 @@ class _SentFrames:
     def clear(self) -> None:
         self._number.clear()
 
-    def dumps(self, message: tuple) -> bytes:
-        out = io.BytesIO()
-        pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
-        pickler.persistent_id = self._persistent_id  # type: ignore[method-assign]
-        pickler.dump(message)
-        return out.getvalue()
-
-    def _persistent_id(self, obj: Any) -> tuple[int, tuple[int, ...], int] | None:
-        if type(obj) is not Frame:
-            return None
-        number, new, frame = self._number, [], obj
+    def encode(self, stack: Any) -> tuple[tuple[int, tuple[int, ...]] | None, int, tuple[int, ...], int]:
+        """``stack`` (a :class:`Frame` or an :class:`IndentedStack`) as ints; its frames are noted as sent."""
+        extra = None
+        if type(stack) is not Frame:
+            extra, stack = (stack.brackets, stack.levels), stack.lalr
+        number, new, frame = self._number, [], stack
         while frame is not None and id(frame) not in number:
             new.append(frame)
             frame = frame.parent
@@ -456,7 +474,7 @@ class _SentFrames:
         first = len(number)
         for k, f in enumerate(reversed(new)):
             number[id(f)] = (f, first + k)
-        return base, tuple(f.state for f in reversed(new)), first
+        return extra, base, tuple(f.state for f in reversed(new)), first
 
 
 class _Frames:
@@ -474,13 +492,8 @@ class _Frames:
         self._by_number.clear()
         self._made.clear()
 
-    def loads(self, data: bytes) -> Any:
-        unpickler = pickle.Unpickler(io.BytesIO(data))
-        unpickler.persistent_load = self._persistent_load  # type: ignore[method-assign]
-        return unpickler.load()
-
-    def _persistent_load(self, pid: tuple[int, tuple[int, ...], int]) -> Frame:
-        base, states, first = pid
+    def decode(self, extra: tuple[int, tuple[int, ...]] | None, base: int, states: tuple[int, ...], first: int) -> Any:
+        """The stack that :meth:`_SentFrames.encode` gave these ints for."""
         by_number = self._by_number
         frame = None if base < 0 else by_number[base]
         if first != len(by_number) and states:
@@ -493,7 +506,7 @@ class _Frames:
                 child = made[key] = Frame(state, frame)
             frame = child
             by_number.append(frame)
-        return frame
+        return frame if extra is None else IndentedStack(*extra, frame)
 
 
 def _worker_main(conn: Any, turn: Any) -> None:
@@ -510,7 +523,7 @@ def _worker_main(conn: Any, turn: Any) -> None:
     frames = _Frames()
     while True:
         try:
-            message = frames.loads(conn.recv_bytes())
+            message = conn.recv()
         except EOFError:
             return
         if message is None:
@@ -524,36 +537,50 @@ def _worker_main(conn: Any, turn: Any) -> None:
                 maskers[key] = Masker(load(path, vocab=vocabs[fingerprint]))
             except Exception as exc:  # noqa: BLE001 - reported when its masks are asked for
                 maskers[key] = exc
-            gc.freeze()  # the grammars' objects live on: full collections need not walk them
+            gc.freeze()  # the grammars' objects live on: the collector need not walk them
         elif kind == "forget":
             maskers.pop(message[1], None)
-            gc.unfreeze()  # the forgotten grammar's cycles can be collected again
+            _collect_frozen()  # the forgotten grammar's cycles
         elif kind == "clear":
             maskers = {k: m if isinstance(m, Exception) else Masker(m.compiled) for k, m in maskers.items()}
+            _collect_frozen()
         elif kind == "frames":
             frames.clear()
         elif kind == "rows":
             rows = shared_rows(*message[1:])
         elif kind == "masks":
-            jobs, control = message[1], rows[0]  # type: ignore[index]
+            fill, jobs, control = message[1], message[2], rows[0]  # type: ignore[index]
             try:
+                stacks = [frames.decode(*job[2:]) for job in jobs]  # all of them, in order, before any is taken
                 while True:
                     with turn:
                         slot = int(control[0])
                         if slot >= control[1]:
                             break
                         control[0] = slot + 1
-                    key, lexer, stack = jobs[slot]
+                    key, lexer = jobs[slot][:2]
                     masker = maskers[key]
                     if isinstance(masker, Exception):
                         raise masker
                     if isinstance(lexer, tuple):
                         lexer = masker.compiled.lexer.extended(*lexer)
-                    words = masker.mask(State(lexer, stack, False, masker.compiled.identity))
+                    words = masker.mask(State(lexer, stacks[slot], False, masker.compiled.identity))
                     rows[1 + slot, : len(words)] = words  # type: ignore[index]
+                control[2] = fill  # what the caller watches for (the masks are written)
                 conn.send(("ok", None))
+                # what the masks left behind is cache entries that live on, and no cycles: the
+                # collector would walk them all again and again (a full collection of a worker
+                # with warm caches pauses it for ~0.1 s) and never find garbage
+                gc.freeze()
             except Exception as exc:  # noqa: BLE001 - every failure goes back to the caller
                 try:
                     conn.send(("error", exc))
                 except Exception:  # noqa: BLE001 - an exception that does not pickle
                     conn.send(("error", GreatGrammaError(f"{type(exc).__name__}: {exc}")))
+
+
+def _collect_frozen() -> None:
+    """A full collection of a worker's heap, frozen again after it (objects were let go)."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
