@@ -9,7 +9,6 @@ whose terminals reduce below p: only these are fed on the live stack.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,14 +17,12 @@ from .codes import DEPENDS, REJECTED
 from .sequences import SequenceTrie
 from .stack import Known
 
-@dataclass(frozen=True, eq=False)
-class Split:
-    """Paper section 3.3 for one stack top p: which rows p alone accepts, and what it leaves open."""
-
-    accepted: np.ndarray  # row ids viable whatever lies below p
-    frontier: list[tuple[int, Known]]  # (node, known stack at its parent): the node's terminal reduces below p
-    open_checks: list[tuple[Known, list[tuple[int, np.ndarray]]]]  # known stack -> [(terminal, rows)] to feed live
-
+# Paper section 3.3 for one stack top p, as ``(accepted, frontier, open_checks)``: the row ids viable
+# whatever lies below p (an array); (node, known stack at its parent) whose terminal reduces below
+# p; and (known stack, ((terminal, rows), ...)) to feed live. A plain tuple of tuples, ints and
+# arrays, so that the collector stops tracking it after its first look: thousands are cached,
+# and as objects with lists they made each full collection of a serving process longer.
+Split = tuple[np.ndarray, tuple[tuple[int, Known], ...], tuple[tuple[Known, tuple[tuple[int, np.ndarray], ...]], ...]]
 
 
 class ViableRows:
@@ -75,8 +72,8 @@ class ViableRows:
         for t, child, rows in trie.edges[node]:
             self._edge(top, t, child, rows, hits, frontier, checks, row)
         accepted = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
-        open_checks = [(k, [(t, np.concatenate(rs)) for t, rs in d.items()]) for k, d in checks.items()]
-        got = Split(accepted, frontier, open_checks)
+        open_checks = tuple((k, tuple((t, np.concatenate(rs)) for t, rs in d.items())) for k, d in checks.items())
+        got = (accepted, tuple(frontier), open_checks)
         nbytes = accepted.nbytes + sum(rs.nbytes + 160 for _, cks in open_checks for _, rs in cks)
         return self._splits.put(key, got, nbytes + 160 * (len(frontier) + len(open_checks)) + 480)
 
@@ -97,21 +94,21 @@ class ViableRows:
         if child < 0:
             return
         below, top = self._cut_known(r, self._split_depth)
-        sub = self._split(child, top)
-        hits.append(sub.accepted)
+        accepted, sub_frontier, sub_checks = self._split(child, top)
+        hits.append(accepted)
         if not below:  # r is its own top: what the child left open stays open here
-            frontier.extend(sub.frontier)
-            for k, cks in sub.open_checks:
+            frontier.extend(sub_frontier)
+            for k, cks in sub_checks:
                 d = checks.setdefault(k, {})
                 for t2, rows2 in cks:
                     d.setdefault(t2, []).append(rows2)
             return
         join, term = self._join_known, self._trie.term
-        for k, cks in sub.open_checks:  # what the child left open, with more of the stack known
+        for k, cks in sub_checks:  # what the child left open, with more of the stack known
             full = join(below, k)
             for t2, rows2 in cks:
                 self._edge(full, t2, -1, rows2, hits, frontier, checks)
-        for c, k in sub.frontier:
+        for c, k in sub_frontier:
             self._edge(join(below, k), term[c], c, None, hits, frontier, checks)
 
     def of(self, stack) -> bytes:
@@ -144,15 +141,15 @@ class ViableRows:
         """Rows below ``node`` viable from the live stack ``below`` + ``known`` (as ``cut`` gives
         them): the cached split of its top, then what that left open, fed on the live stack."""
         below, top = self._recut(below, known, self._split_depth)
-        split = self._split(node, top)
-        hits.append(split.accepted)
+        accepted, frontier, open_checks = self._split(node, top)
+        hits.append(accepted)
         feed_on = self._feed_on
-        for k, checks in split.open_checks:
+        for k, checks in open_checks:
             for t, rows in checks:
                 if feed_on(below, k, t) is not None:
                     hits.append(rows)
         term = self._trie.term
-        for c, k in split.frontier:
+        for c, k in frontier:
             r = feed_on(below, k, term[c])
             if r is not None:
                 self._collect(c, r[0], r[1], hits)

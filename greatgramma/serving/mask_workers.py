@@ -4,15 +4,17 @@ A mask is computed in pure Python, which holds the GIL: threads run masks one at
 threads measured slower than one, eval/batch_scaling.md), processes run them in parallel. Each
 worker holds its own copy of every compiled grammar it is given (the artifact, saved once per
 grammar and loaded with the worker's copy of the vocabulary, so the token trie is built once per
-worker) and its own mask caches. A fill sends each worker the states of its rows (small values:
-a lexer state, by its key where it is an extended state, which each process numbers as it meets
-them, and the parser stack's frames that the worker does not hold yet: a stack goes as the id of
-its deepest frame sent before and the states pushed since, usually one or two) and the worker
-writes the masks into a file in
-shared memory that the caller reads; the caller computes rows itself meanwhile. Row ``i`` is
-dealt to the same process every step, so the caches a worker warms are the ones its rows need
-next; each worker's list ends with a part of the caller's rows, and the caller takes jobs from
-the lists' ends while the workers take them from the front, so whoever is free takes the next.
+worker) and its own caches. Rows whose masks the caller's masker holds (most rows of a warm
+batch: a copy each) are filled in the caller; a fill sends each worker the states of the other
+rows (small values: a lexer state, by its key where it is an extended state, which each process
+numbers as it meets them, and the parser stack's frames that the worker does not hold yet: a
+stack goes as the number of its deepest frame sent before and the states pushed since, usually
+one or two) and the worker writes the masks into a file in shared memory that the caller reads,
+and keeps in its masker, so that the next steps find them there; the caller computes rows itself
+meanwhile. Row ``i`` is dealt to the same process every step, so the caches a worker warms are
+the ones its rows need next; each worker's list ends with a part of the caller's rows, and the
+caller takes jobs from the lists' ends while the workers take them from the front, so whoever is
+free takes the next.
 """
 
 from __future__ import annotations
@@ -60,9 +62,11 @@ class MaskWorkers:
     greatgramma are imported), the caller fills its rows, and ``wait()`` waits for them. Each
     grammar is saved once, at its first fill, to a temporary artifact that the workers load (the
     tables filled so far travel with it; each worker fills the rest itself). At most
-    ``max_grammars`` grammars are kept in the workers, the least recently used forgotten first. Batches of fewer than ``min_batch`` rows, and batches whose masks are expected
-    to take less than ``min_seconds`` (mostly cached masks: the cost of a row is learned as the
-    caller fills its share), are filled in the caller alone. The workers' maskers have the default
+    ``max_grammars`` grammars are kept in the workers, the least recently used forgotten first.
+    Batches of fewer than ``min_batch`` rows are filled in the caller alone, and so are batches
+    whose masks the caller's maskers hold but for at most one, or whose other masks are expected
+    to take less than ``min_seconds`` (the cost of such a row is learned as the caller fills its
+    share). The masks the workers compute go into the caller's maskers' caches. The workers' maskers have the default
     cache sizes. A worker that dies is replaced (a warning says so), and rows it had been given
     are filled in the caller. While a worker loads a grammar it has not had, the caller takes its
     jobs (the worker takes each job when it begins it, the caller from the end of its list).
@@ -258,6 +262,7 @@ class _Worker:
         self._turn: Any = None
         self._sent = _SentFrames()
         self._fills = 0  # fills asked of this worker: it writes the number of each when done
+        self._unread = 0  # the worker's answers to fills seen done in the rows file, not read yet
         self._ready = False
         self._generation = 0
         self._warned = False
@@ -293,6 +298,9 @@ class _Worker:
                 if lexer >= compiled.lexer.num_states:  # extended states are numbered per process: send its key
                     lexer = compiled.lexer.extended_key(lexer)
                 jobs.append((key, lexer, m.state.stack))
+            while self._unread:
+                self._conn.recv()  # ("ok", None)
+                self._unread -= 1
             self._ensure_rows(len(jobs), max(3, *(_words(m) for m in matchers)))
             self._fills = self._fills % (1 << 30) + 1  # an int32 in the rows file
             self._rows[0, :3] = (0, len(jobs), 0)  # type: ignore[index]  # jobs begun by the worker, jobs left to it, fill done
@@ -332,6 +340,10 @@ class _Worker:
         deadline = time.perf_counter() + SPIN_SECONDS
         while self._rows[0, 2] != self._fills and time.perf_counter() < deadline:  # type: ignore[index]
             pass  # the caller has nothing else to do: waking from a blocked read costs ~0.1 ms more
+        if self._rows[0, 2] == self._fills:  # type: ignore[index]
+            self._unread += 1  # its "ok" is read before the next jobs go (it will have arrived by then)
+            done = int(self._rows[0, 0])  # type: ignore[index]
+            return done, list(self._rows[1 : 1 + done])  # type: ignore[index]
         try:
             status, value = self._conn.recv()
         except (OSError, EOFError):
@@ -421,6 +433,7 @@ class _Worker:
         self._grammars.clear()
         self._vocabs.clear()
         self._sent.clear()
+        self._unread = 0
         self._remove_rows()
         self._rows = None
 
