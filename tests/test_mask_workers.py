@@ -307,3 +307,15 @@ class _SlowHere(gg.Matcher):
     def next_token_mask(self):
         time.sleep(0.05)
         return super().next_token_mask()
+
+
+def test_a_failure_in_a_worker_reaches_the_caller(calc_compiled, tmp_path, monkeypatch, slow_caller) -> None:
+    """A worker that cannot load a grammar raises what load raised, in the caller, at the fill."""
+    with MaskWorkers(1, min_batch=1, min_seconds=0.0) as workers:
+        assert workers.wait(timeout=60)
+        bogus = tmp_path / "bogus.gg"
+        bogus.write_bytes(b"not an artifact")
+        monkeypatch.setattr(workers, "artifact", lambda compiled: str(bogus))
+        with pytest.raises(gg.GreatGrammaError, match="bogus.gg"):
+            check_fill(workers, uncached(calc_compiled, 4))
+        assert workers._workers[0]._proc.is_alive()

@@ -48,7 +48,8 @@ __all__ = ["MaskWorkers"]
 MIN_BATCH = 4  # smaller batches are filled in the caller alone
 MIN_SECONDS = 1e-3  # so are batches whose masks are expected to take less (a round trip and the share a worker takes cost ~0.3-0.5 ms)
 STEAL_WAIT = 1.0  # seconds the caller waits for the jobs' lock (held only for a few instructions)
-SPIN_SECONDS = 2e-3  # how long the caller watches the rows file for a worker's answer before it blocks on the pipe
+SPIN_SECONDS = 2e-3  # how long the caller watches the rows file for a worker's answer without a pause
+POLL_SECONDS = 2e-4  # then the pauses between its looks (each waits on the pipe, where a failure comes)
 FRAMES_KEPT = 1 << 16  # parser stack frames a worker holds between steps, then both sides start over (about 16 MB each)
 
 
@@ -262,7 +263,6 @@ class _Worker:
         self._turn: Any = None
         self._sent = _SentFrames()
         self._fills = 0  # fills asked of this worker: it writes the number of each when done
-        self._unread = 0  # the worker's answers to fills seen done in the rows file, not read yet
         self._ready = False
         self._generation = 0
         self._warned = False
@@ -298,9 +298,6 @@ class _Worker:
                 if lexer >= compiled.lexer.num_states:  # extended states are numbered per process: send its key
                     lexer = compiled.lexer.extended_key(lexer)
                 jobs.append((key, lexer, m.state.stack))
-            while self._unread:
-                self._conn.recv()  # ("ok", None)
-                self._unread -= 1
             self._ensure_rows(len(jobs), max(3, *(_words(m) for m in matchers)))
             self._fills = self._fills % (1 << 30) + 1  # an int32 in the rows file
             self._rows[0, :3] = (0, len(jobs), 0)  # type: ignore[index]  # jobs begun by the worker, jobs left to it, fill done
@@ -336,23 +333,26 @@ class _Worker:
 
     def answer(self) -> tuple[int, list[np.ndarray] | None]:
         """``(n, masks)``: the worker filled the first ``n`` jobs (``masks``, views of the rows file);
-        ``masks`` is None if it died meanwhile, and ``n`` then counts the jobs it may not have filled."""
+        ``masks`` is None if it died meanwhile, and ``n`` then counts the jobs it may not have filled.
+
+        A worker says it is done in the rows file, not through the pipe: the caller has nothing
+        else to do, and watching memory costs nothing where waking from a blocked read (and
+        reading the message) cost ~0.1 ms a fill. Past ``SPIN_SECONDS`` it looks between sleeps
+        on the pipe, through which only a failure or the worker's end comes."""
+        control = self._rows[0]  # type: ignore[index]
         deadline = time.perf_counter() + SPIN_SECONDS
-        while self._rows[0, 2] != self._fills and time.perf_counter() < deadline:  # type: ignore[index]
-            pass  # the caller has nothing else to do: waking from a blocked read costs ~0.1 ms more
-        if self._rows[0, 2] == self._fills:  # type: ignore[index]
-            self._unread += 1  # its "ok" is read before the next jobs go (it will have arrived by then)
-            done = int(self._rows[0, 0])  # type: ignore[index]
-            return done, list(self._rows[1 : 1 + done])  # type: ignore[index]
-        try:
-            status, value = self._conn.recv()
-        except (OSError, EOFError):
-            end = int(self._rows[0, 1]) if self._rows is not None else 0
-            self._lost()
-            return end, None
-        if status == "error":
-            raise value
-        done = int(self._rows[0, 0])  # type: ignore[index]
+        while control[2] != self._fills:
+            if time.perf_counter() < deadline:
+                continue
+            try:
+                if self._conn.poll(POLL_SECONDS):
+                    status, value = self._conn.recv()
+                    raise value if status == "error" else GreatGrammaError(f"mask worker: unexpected message {status!r}")
+            except (OSError, EOFError):
+                end = int(control[1])
+                self._lost()
+                return end, None
+        done = int(control[0])
         return done, list(self._rows[1 : 1 + done])  # type: ignore[index]
 
     def forget(self, key: int) -> None:
@@ -433,7 +433,6 @@ class _Worker:
         self._grammars.clear()
         self._vocabs.clear()
         self._sent.clear()
-        self._unread = 0
         self._remove_rows()
         self._rows = None
 
@@ -523,7 +522,7 @@ class _Frames:
 
 
 def _worker_main(conn: Any, turn: Any) -> None:
-    """A worker's loop: messages in order; ("ok", None) or ("error", exception) after each "masks",
+    """A worker's loop: messages in order; after each "masks", the fill's number in the rows file or ("error", exception) on the pipe,
     whose jobs it takes one by one from the front (``turn`` guards the count) while the caller may
     take them from the end."""
     from ..compiled import load
@@ -579,8 +578,7 @@ def _worker_main(conn: Any, turn: Any) -> None:
                         lexer = masker.compiled.lexer.extended(*lexer)
                     words = masker.mask(State(lexer, stacks[slot], False, masker.compiled.identity))
                     rows[1 + slot, : len(words)] = words  # type: ignore[index]
-                control[2] = fill  # what the caller watches for (the masks are written)
-                conn.send(("ok", None))
+                control[2] = fill  # the answer: the caller watches for it (the masks are written)
                 # what the masks left behind is cache entries that live on, and no cycles: the
                 # collector would walk them all again and again (a full collection of a worker
                 # with warm caches pauses it for ~0.1 s) and never find garbage
