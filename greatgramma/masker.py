@@ -85,7 +85,12 @@ class Masker:
         self._check(state)
         if state.finished:
             return np.zeros(self._nwords, dtype=np.int32)
-        return self._token_words(state.lexer, state.stack).copy().view(np.int32)
+        return self._mask_words(state).copy().view(np.int32)
+
+    def _mask_words(self, state: State) -> np.ndarray:
+        """:meth:`mask` of an unfinished state without the copy: the cache's own int32 words, to
+        be read only (a batch fill copies them into its rows)."""
+        return self._token_words(state.lexer, state.stack).view(np.int32)
 
     def _cached_mask(self, state: State) -> np.ndarray | None:
         """The mask of this unfinished state if the cache holds it (int32 words, the cache's own:

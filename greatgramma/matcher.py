@@ -183,13 +183,18 @@ class Matcher:
             return words.view(np.int32)
         return self._masker.mask(state)
 
+    def _mask_to_copy(self) -> np.ndarray:
+        """:meth:`next_token_mask` without the copy where the masker caches it: to be read only."""
+        state = self.state
+        return self.next_token_mask() if state.finished else self._masker._mask_words(state)
+
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Write the next-token mask into row ``index`` of ``bitmask`` (numpy or torch int32, ``(B, W)`` or ``(W,)``).
 
         ``W`` may exceed ``ceil(V/32)``: the extra words are set to 0 (nothing allowed there). A
         torch tensor on an accelerator gets one host-to-device copy of the row.
         """
-        write_rows(bitmask, [index], [self.next_token_mask()])
+        write_rows(bitmask, [index], [self._mask_to_copy()])
 
     # ------------------------------------------------------------ internals
 
@@ -225,7 +230,7 @@ def fill_next_token_bitmasks(matchers: Sequence[Matcher | None], bitmask: Any, *
         workers.fill(matchers, bitmask)
         return
     rows = [i for i, m in enumerate(matchers) if m is not None]
-    write_rows(bitmask, rows, [matchers[i].next_token_mask() for i in rows])  # type: ignore[union-attr]
+    write_rows(bitmask, rows, [matchers[i]._mask_to_copy() for i in rows])  # type: ignore[union-attr]
 
 
 def write_rows(bitmask: Any, rows: list[int], masks: list[np.ndarray]) -> None:

@@ -181,6 +181,14 @@ def test_batch_fill_equals_per_matcher(calc_compiled) -> None:
     assert (bm[-1] == -1).all()
     assert allowed(bm[len(matchers) - 1, :need]) == {EOS}
     gg.fill_next_token_bitmasks([None, None], bm)  # nothing to do
+    masks = [None if m is None else m.next_token_mask() for m in matchers]
+    bm[:] = 0  # the fill copied the masker's cached words: writing the rows leaves them as they were
+    gg.fill_next_token_bitmasks(matchers, bm)
+    for m, mask in zip(matchers, masks):
+        if m is not None:
+            assert np.array_equal(m.next_token_mask(), mask)
+            m.next_token_mask()[:] = 0  # nor does writing what next_token_mask returns
+            assert np.array_equal(m.next_token_mask(), mask)
 
 
 def test_matchers_share_a_masker(calc_compiled) -> None:

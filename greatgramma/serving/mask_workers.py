@@ -114,7 +114,7 @@ class MaskWorkers:
             cached = {}
             for i in rows:
                 m = matchers[i]
-                words = m.next_token_mask() if m.state.finished else m.masker._cached_mask(m.state)  # type: ignore[union-attr]
+                words = m._mask_to_copy() if m.state.finished else m.masker._cached_mask(m.state)  # type: ignore[union-attr]
                 if words is not None:
                     cached[i] = words
             live = [i for i in rows if i not in cached]
@@ -218,7 +218,7 @@ class MaskWorkers:
         """The masks of ``rows``, computed in the calling process; with ``learn`` (rows whose masks
         were not cached), learns what a row costs, as a moving average."""
         start = time.perf_counter()
-        masks = [matchers[i].next_token_mask() for i in rows]
+        masks = [matchers[i]._mask_to_copy() for i in rows]
         if learn and rows:
             self._row_seconds += ((time.perf_counter() - start) / len(rows) - self._row_seconds) / 8
         return masks
