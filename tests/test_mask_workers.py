@@ -24,7 +24,7 @@ from test_python_grammar import OWN_PROGRAMS, small_compiled, small_ids
 import greatgramma as gg
 from greatgramma.cache import per_object
 from greatgramma.serving import MaskWorkers
-from greatgramma.serving.mask_workers import _Frames, _SentFrames
+from greatgramma.serving.mask_workers import _Frames, _SentFrames, _sort_rows
 from greatgramma.indenter import IndentedStack
 from greatgramma.stack import Frame, frames_of
 
@@ -159,9 +159,24 @@ def test_torch_bitmask(pool: MaskWorkers, calc_compiled) -> None:
 
 
 def uncached(compiled: gg.CompiledGrammar, n: int) -> list[gg.Matcher]:
-    """``n`` matchers at the start over a new masker: none of their masks is cached in the caller."""
+    """``n`` matchers at ``n`` different states (the nearest to the start, by allowed tokens) over a
+    new masker: none of their masks is cached in the caller, and no two rows share one."""
+    probe = gg.Masker(compiled)
+    paths, seen, queue = [], set(), [((), probe.initial_state())]
+    while queue and len(paths) < n:
+        path, state = queue.pop(0)
+        if (state.lexer, state.stack) in seen:
+            continue
+        seen.add((state.lexer, state.stack))
+        paths.append(path)
+        for tok in np.nonzero(gg.bitmask_to_bool(probe.mask(state), compiled.vocab.vocab_size))[0].tolist():
+            if tok not in compiled.vocab.eos_token_ids:
+                queue.append((path + (tok,), probe.advance(state, tok)))
+    assert len(paths) == n, f"only {len(paths)} states"
     masker = gg.Masker(compiled)
-    return [gg.Matcher(masker) for _ in range(n)]
+    matchers = [gg.Matcher(masker) for _ in paths]
+    assert all(m.accept_tokens(p) == len(p) for m, p in zip(matchers, paths))
+    return matchers
 
 
 def test_killed_worker_is_replaced(calc_compiled) -> None:
@@ -208,17 +223,21 @@ def test_cheap_batches_stay_in_the_caller(calc_compiled) -> None:
 
 def test_masks_the_caller_holds_stay_in_the_caller(calc_compiled, slow_caller) -> None:
     """Rows whose masks the caller's masker holds are filled there; the masks the workers computed
-    go into it, so the same states a step later ask the workers nothing."""
+    go into it, so the same states a step later ask the workers nothing; rows of one state are
+    computed once."""
     with MaskWorkers(1, min_batch=1, min_seconds=0.0) as workers:
         assert workers.wait(timeout=60)
         matchers = uncached(calc_compiled, 6)
-        for m, tok in zip(matchers, [b"1", b"(", b"2", b"12", b"1", b"("]):
-            assert m.accept_token(CALC_TOKENS.index(tok))
-        check_fill(workers, matchers)
+        twins = [gg.Matcher(matchers[0].masker), gg.Matcher(matchers[0].masker)]  # at the start, as matchers[0]
+        masks, live, same = _sort_rows(matchers + twins, list(range(8)))
+        assert not masks and live == list(range(6)) and same == {6: 0, 7: 0}
+        check_fill(workers, matchers + twins)
         assert workers.rows_from_workers > 0
         asked = workers.rows_from_workers
-        check_fill(workers, matchers)  # all cached in the caller now, the workers' rows too
-        check_fill(workers, matchers[:3] + uncached(calc_compiled, 1))  # one row left: not worth a round trip
+        masks, live, same = _sort_rows(matchers + twins, list(range(8)))
+        assert len(masks) == 8 and not live and not same  # all cached in the caller now, the workers' rows too
+        check_fill(workers, matchers + twins)
+        check_fill(workers, matchers[:3] + uncached(calc_compiled, 2)[1:])  # one row left: not worth a round trip
         assert workers.rows_from_workers == asked
     with pytest.raises(ValueError, match="has 1 words"):
         matchers[0].masker._keep_mask(matchers[0].state, np.zeros(2, dtype=np.int32))

@@ -110,64 +110,14 @@ class MaskWorkers:
             if len(rows) < max(self.min_batch, 2):
                 write_rows(bitmask, rows, self._masks_here(matchers, rows, learn=False))
                 return
-            # rows whose masks the caller's maskers hold: what their caches hold goes in as it is
-            cached = {}
-            for i in rows:
-                m = matchers[i]
-                words = m._mask_to_copy() if m.state.finished else m.masker._cached_mask(m.state)  # type: ignore[union-attr]
-                if words is not None:
-                    cached[i] = words
-            live = [i for i in rows if i not in cached]
+            masks, live, twins = _sort_rows(matchers, rows)
             if len(live) < 2 or self._row_seconds * len(live) < self.min_seconds:
-                live_masks = self._masks_here(matchers, live)  # too little work to pay for a round trip
-                write_rows(bitmask, list(cached) + live, list(cached.values()) + live_masks)
-                return
-            share = 1 + len(self._workers)
-            mine = [i for i in live if i % share == 0]  # the caller's rows, dealt among the workers' lists' ends
-            own, asked = [], []
-            try:
-                for k, worker in enumerate(self._workers, start=1):
-                    # its own rows first (it takes from the front), then a part of the caller's,
-                    # last first (the caller takes from the end): whoever is free takes the next job
-                    jobs = [i for i in live if i % share == k] + mine[k - 1 :: len(self._workers)][::-1]
-                    if jobs and worker.ready() and worker.ask(self, [matchers[i] for i in jobs]):  # type: ignore[misc]
-                        asked.append((worker, jobs))
-                    else:
-                        own += jobs  # the worker is starting or could not be reached: the caller fills its rows
-                done, masks = list(cached) + own, list(cached.values()) + self._masks_here(matchers, own)
-                taking = list(asked)
-                while taking:  # the jobs a worker has not begun, from the end of its list, in turn
-                    for entry in list(taking):
-                        worker, jobs = entry
-                        j = worker.steal()
-                        if j is None:
-                            taking.remove(entry)
-                        else:
-                            done.append(jobs[j])
-                            masks += self._masks_here(matchers, [jobs[j]])
-                failure = None
-                for worker, jobs in asked:
-                    try:
-                        n, words = worker.answer()
-                    except Exception as exc:  # noqa: BLE001 - raised once every worker has answered
-                        failure = failure or exc
-                        continue
-                    done += jobs[:n]
-                    if words is None:  # the worker died: the rows it may not have filled are filled here
-                        masks += self._masks_here(matchers, jobs[:n])
-                        continue
-                    self.rows_from_workers += n
-                    for w, i in zip(words, jobs):  # views of the worker's file, written again only at the next fill
-                        matcher = matchers[i]
-                        masks.append(w[: _words(matcher)])
-                        matcher.masker._keep_mask(matcher.state, masks[-1])  # type: ignore[union-attr]  # the next fill finds it here
-            except BaseException:
-                for worker, _ in asked:  # interrupted before they all answered: out of step with the pipe
-                    worker.stop()
-                raise
-            if failure is not None:
-                raise failure
-            write_rows(bitmask, done, masks)  # one write (one host-to-device copy for an accelerator's tensor)
+                masks.update(zip(live, self._masks_here(matchers, live)))  # too little work to pay for a round trip
+            else:
+                self._spread(matchers, live, masks)
+            for i, j in twins.items():
+                masks[i] = masks[j]
+            write_rows(bitmask, list(masks), list(masks.values()))  # one write (one host-to-device copy for an accelerator's tensor)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until every worker has started (at most ``timeout`` seconds); whether they all have."""
@@ -214,6 +164,52 @@ class MaskWorkers:
 
     # ------------------------------------------------------------ internals
 
+    def _spread(self, matchers: Sequence[Any], live: list[int], masks: dict[int, np.ndarray]) -> None:
+        """The masks of the rows ``live`` into ``masks``, computed by the workers and the caller."""
+        share = 1 + len(self._workers)
+        mine = [i for i in live if i % share == 0]  # the caller's rows, dealt among the workers' lists' ends
+        own, asked = [], []
+        try:
+            for k, worker in enumerate(self._workers, start=1):
+                # its own rows first (it takes from the front), then a part of the caller's,
+                # last first (the caller takes from the end): whoever is free takes the next job
+                jobs = [i for i in live if i % share == k] + mine[k - 1 :: len(self._workers)][::-1]
+                if jobs and worker.ready() and worker.ask(self, [matchers[i] for i in jobs]):
+                    asked.append((worker, jobs))
+                else:
+                    own += jobs  # the worker is starting or could not be reached: the caller fills its rows
+            masks.update(zip(own, self._masks_here(matchers, own)))
+            taking = list(asked)
+            while taking:  # the jobs a worker has not begun, from the end of its list, in turn
+                for entry in list(taking):
+                    worker, jobs = entry
+                    j = worker.steal()
+                    if j is None:
+                        taking.remove(entry)
+                    else:
+                        masks[jobs[j]] = self._masks_here(matchers, [jobs[j]])[0]
+            failure = None
+            for worker, jobs in asked:
+                try:
+                    n, words = worker.answer()
+                except Exception as exc:  # noqa: BLE001 - raised once every worker has answered
+                    failure = failure or exc
+                    continue
+                if words is None:  # the worker died: the rows it may not have filled are filled here
+                    masks.update(zip(jobs[:n], self._masks_here(matchers, jobs[:n])))
+                    continue
+                self.rows_from_workers += n
+                for w, i in zip(words, jobs):  # views of the worker's file, written again only at the next fill
+                    matcher = matchers[i]
+                    masks[i] = w[: _words(matcher)]
+                    matcher.masker._keep_mask(matcher.state, masks[i])  # the next fill finds it here
+        except BaseException:
+            for worker, _ in asked:  # interrupted before they all answered: out of step with the pipe
+                worker.stop()
+            raise
+        if failure is not None:
+            raise failure
+
     def _masks_here(self, matchers: Sequence[Any], rows: list[int], *, learn: bool = True) -> list[np.ndarray]:
         """The masks of ``rows``, computed in the calling process; with ``learn`` (rows whose masks
         were not cached), learns what a row costs, as a moving average."""
@@ -239,6 +235,29 @@ class MaskWorkers:
                 worker.forget(old)
             os.unlink(old_path)
         return path
+
+
+def _sort_rows(matchers: Sequence[Any], rows: list[int]) -> tuple[dict[int, np.ndarray], list[int], dict[int, int]]:
+    """The masks the rows' maskers hold (their caches' own words; finished rows' too), the rows
+    whose masks must be computed (one per distinct state: rows of a batch often share one), and
+    each other row, with the row of the same state whose mask it takes."""
+    masks: dict[int, np.ndarray] = {}
+    live: list[int] = []
+    twins: dict[int, int] = {}
+    first: dict[tuple, int] = {}
+    for i in rows:
+        m = matchers[i]
+        state = m.state
+        words = m._mask_to_copy() if state.finished else m.masker._cached_mask(state)
+        if words is not None:
+            masks[i] = words
+            continue
+        j = first.setdefault((id(m.masker), state.lexer, state.stack), i)
+        if j == i:
+            live.append(i)
+        else:
+            twins[i] = j
+    return masks, live, twins
 
 
 def _words(matcher: Any) -> int:
