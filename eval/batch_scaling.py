@@ -4,8 +4,9 @@ Steady state, as a server sees it after a while: one compiled grammar (compiled 
 Table 1 does) and one ``Masker`` in the caller, one ``MaskWorkers`` pool, all warmed first by an
 untimed pass over other texts (``--warmup`` sequences, once serially and once through the pool).
 Then the caller's heap is frozen (``gc.freeze()``, as vLLM and SGLang do after startup; the
-workers freeze theirs after every fill), and per (B, run, mode), B matchers each start at a seeded random point of their own text (real
-Go files of the Go sources for ``go``, seeded random JSON documents for ``json``), reached
+workers freeze theirs after every fill), and per (B, run, mode), B matchers each start at a
+seeded random point of their own text (real Go files of the Go sources for ``go``, seeded
+random JSON documents for ``json``), reached
 without asking for masks, and walk ``--steps`` tokens in lockstep: a step fills the B masks
 (timed), then every matcher takes its text's next token (not timed). Every step is a new token
 for every sequence, at points of the texts no earlier run walked from, so the caches hold what
@@ -226,7 +227,8 @@ def table(data: dict) -> str:
         f"# Batch mask filling, {data['date']}: one step's masks for B sequences (ms, median of {data['runs']} runs' mean step)\n",
         f"{data['machine']}; load average {data['load_average_start']} at the start, {data['load_average_end']} at the end; "
         f"MaskWorkers with {data['processes']} process(es) beside the caller; {data['steps']} steps per sequence after a "
-        f"warm-up of {data['warmup']} sequences, the heap frozen after it (gc.freeze(), as serving engines do after startup). Ratio: the mode's step time over serial's.\n",
+        f"warm-up of {data['warmup']} sequences, the heap frozen after it (gc.freeze(), as serving engines do after "
+        "startup). Ratio: the mode's step time over serial's.\n",
     ]
     for r in data["results"]:
         modes = [m for m in MODES if f"{m}_ms" in r["cells"][0]]

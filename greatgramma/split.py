@@ -9,7 +9,6 @@ whose terminals reduce below p: only these are fed on the live stack.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from .cache import BoundedCache
@@ -22,7 +21,8 @@ from .stack import Known
 # p; and (known stack, ((terminal, rows), ...)) to feed live. A plain tuple of tuples, ints and
 # arrays, so that the collector stops tracking it after its first look: thousands are cached,
 # and as objects with lists they made each full collection of a serving process longer.
-Split = tuple[np.ndarray, tuple[tuple[int, Known], ...], tuple[tuple[Known, tuple[tuple[int, np.ndarray], ...]], ...]]
+Checks = tuple[tuple[Known, tuple[tuple[int, np.ndarray], ...]], ...]
+Split = tuple[np.ndarray, tuple[tuple[int, Known], ...], Checks]
 
 
 class ViableRows:

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import GreatGrammaError
-from ..matcher import write_rows
 from ..indenter import IndentedStack
+from ..matcher import write_rows
 from ..stack import Frame
 
 if TYPE_CHECKING:
@@ -67,10 +67,11 @@ class MaskWorkers:
     Batches of fewer than ``min_batch`` rows are filled in the caller alone, and so are batches
     whose masks the caller's maskers hold but for at most one, or whose other masks are expected
     to take less than ``min_seconds`` (the cost of such a row is learned as the caller fills its
-    share). The masks the workers compute go into the caller's maskers' caches. The workers' maskers have the default
-    cache sizes. A worker that dies is replaced (a warning says so), and rows it had been given
-    are filled in the caller. While a worker loads a grammar it has not had, the caller takes its
-    jobs (the worker takes each job when it begins it, the caller from the end of its list).
+    share). The masks the workers compute go into the caller's maskers' caches. The workers'
+    maskers have the default cache sizes. A worker that dies is replaced (a warning says so), and
+    rows it had been given are filled in the caller; a failure in a worker is raised in the
+    caller. While a worker loads a grammar it has not had, the caller takes its jobs (the worker
+    takes each job when it begins it, the caller from the end of its list).
     ``close()`` (or a ``with`` block) stops the workers and removes the files.
     """
 
@@ -117,7 +118,8 @@ class MaskWorkers:
                 self._spread(matchers, live, masks)
             for i, j in twins.items():
                 masks[i] = masks[j]
-            write_rows(bitmask, list(masks), list(masks.values()))  # one write (one host-to-device copy for an accelerator's tensor)
+            # one write (one host-to-device copy for an accelerator's tensor)
+            write_rows(bitmask, list(masks), list(masks.values()))
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until every worker has started (at most ``timeout`` seconds); whether they all have."""
@@ -323,8 +325,9 @@ class _Worker:
             if len(self._sent) > FRAMES_KEPT:
                 self._sent.clear()
                 self._conn.send(("frames",))  # the worker forgets its frames too, before the next jobs
-            # notes the frames as sent: they must arrive
-            data = pickle.dumps(("masks", self._fills, [(k, x, *self._sent.encode(st)) for k, x, st in jobs]), pickle.HIGHEST_PROTOCOL)
+            # the frames are noted as sent: they must arrive
+            encoded = [(key, lexer, *self._sent.encode(stack)) for key, lexer, stack in jobs]
+            data = pickle.dumps(("masks", self._fills, encoded), pickle.HIGHEST_PROTOCOL)
             try:
                 self._conn.send_bytes(data)
             except (OSError, EOFError):
@@ -366,7 +369,7 @@ class _Worker:
             try:
                 if self._conn.poll(POLL_SECONDS):
                     status, value = self._conn.recv()
-                    raise value if status == "error" else GreatGrammaError(f"mask worker: unexpected message {status!r}")
+                    raise value if status == "error" else GreatGrammaError(f"mask worker: unexpected {status!r}")
             except (OSError, EOFError):
                 end = int(control[1])
                 self._lost()
@@ -541,9 +544,9 @@ class _Frames:
 
 
 def _worker_main(conn: Any, turn: Any) -> None:
-    """A worker's loop: messages in order; after each "masks", the fill's number in the rows file or ("error", exception) on the pipe,
-    whose jobs it takes one by one from the front (``turn`` guards the count) while the caller may
-    take them from the end."""
+    """A worker's loop: messages in order. The jobs of a "masks" it takes one by one from the
+    front (``turn`` guards the count) while the caller may take them from the end; then it
+    writes the fill's number in the rows file, or sends ("error", exception) on the pipe."""
     from ..compiled import load
     from ..masker import Masker, State
 
