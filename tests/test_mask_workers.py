@@ -338,3 +338,18 @@ def test_a_failure_in_a_worker_reaches_the_caller(calc_compiled, tmp_path, monke
         with pytest.raises(gg.GreatGrammaError, match="bogus.gg"):
             check_fill(workers, uncached(calc_compiled, 4))
         assert workers._workers[0]._proc.is_alive()
+
+
+def test_after_a_quick_fill_the_next_stays_in_the_caller(calc_compiled, monkeypatch) -> None:
+    """A fill done in the caller in under ``min_seconds / 2`` sends the next one there at once,
+    without looking up which masks are cached (as the serial fill does); the time is measured again."""
+    from greatgramma.serving import mask_workers
+
+    sorted_ = []
+    monkeypatch.setattr(mask_workers, "_sort_rows", lambda *a: sorted_.append(1) or _sort_rows(*a))
+    with MaskWorkers(1, min_batch=1, min_seconds=0.5) as workers:
+        assert workers.wait(timeout=60)
+        check_fill(workers, uncached(calc_compiled, 6))  # 6 rows at 1 ms each, as first guessed: in the caller
+        assert sorted_ == [1] and workers._cheap  # it took microseconds
+        check_fill(workers, uncached(calc_compiled, 6))
+        assert sorted_ == [1] and workers._cheap and workers.rows_from_workers == 0

@@ -67,7 +67,8 @@ class MaskWorkers:
     Batches of fewer than ``min_batch`` rows are filled in the caller alone, and so are batches
     whose masks the caller's maskers hold but for at most one, or whose other masks are expected
     to take less than ``min_seconds`` (the cost of such a row is learned as the caller fills its
-    share). The masks the workers compute go into the caller's maskers' caches. The workers'
+    share), and the batch after one filled in the caller in under ``min_seconds / 2`` (at once,
+    as :func:`~greatgramma.fill_next_token_bitmasks` does: cached masks cost microseconds). The masks the workers compute go into the caller's maskers' caches. The workers'
     maskers have the default cache sizes. A worker that dies is replaced (a warning says so), and
     rows it had been given are filled in the caller; a failure in a worker is raised in the
     caller. While a worker loads a grammar it has not had, the caller takes its jobs (the worker
@@ -95,7 +96,8 @@ class MaskWorkers:
         self._lock = threading.Lock()
         self._closed = False
         self.min_seconds = min_seconds
-        self._row_seconds = 1.0  # what filling one row in this process costs, learned as it goes
+        self._row_seconds = 1e-3  # what computing a row's mask costs in this process, learned as it goes
+        self._cheap = False  # the last fill took under min_seconds / 2 in the caller: the next one goes there at once
         self.rows_from_workers = 0  # rows whose masks the workers computed (for measuring and tests)
         for worker in self._workers:
             worker.ready()  # start them now: they are ready in about a second
@@ -108,11 +110,14 @@ class MaskWorkers:
         with self._lock:
             if self._closed:
                 raise GreatGrammaError("this MaskWorkers was closed")
-            if len(rows) < max(self.min_batch, 2):
+            start = time.perf_counter()
+            if len(rows) < max(self.min_batch, 2) or self._cheap:  # as fill_next_token_bitmasks does
                 write_rows(bitmask, rows, self._masks_here(matchers, rows, learn=False))
+                self._cheap = time.perf_counter() - start < self.min_seconds / 2
                 return
             masks, live, twins = _sort_rows(matchers, rows)
-            if len(live) < 2 or self._row_seconds * len(live) < self.min_seconds:
+            here = len(live) < 2 or self._row_seconds * len(live) < self.min_seconds
+            if here:
                 masks.update(zip(live, self._masks_here(matchers, live)))  # too little work to pay for a round trip
             else:
                 self._spread(matchers, live, masks)
@@ -120,6 +125,7 @@ class MaskWorkers:
                 masks[i] = masks[j]
             # one write (one host-to-device copy for an accelerator's tensor)
             write_rows(bitmask, list(masks), list(masks.values()))
+            self._cheap = here and time.perf_counter() - start < self.min_seconds / 2
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until every worker has started (at most ``timeout`` seconds); whether they all have."""
@@ -214,11 +220,14 @@ class MaskWorkers:
 
     def _masks_here(self, matchers: Sequence[Any], rows: list[int], *, learn: bool = True) -> list[np.ndarray]:
         """The masks of ``rows``, computed in the calling process; with ``learn`` (rows whose masks
-        were not cached), learns what a row costs, as a moving average."""
+        were not cached), learns what a row costs, as a moving average of what rows cost that a
+        rare slow row (a lexer view built, caches started over) moves little: a batch of rows
+        that cost a tenth of a millisecond each goes to the workers only when it is large."""
         start = time.perf_counter()
         masks = [matchers[i]._mask_to_copy() for i in rows]
         if learn and rows:
-            self._row_seconds += ((time.perf_counter() - start) / len(rows) - self._row_seconds) / 8
+            seconds = min((time.perf_counter() - start) / len(rows), 4 * self._row_seconds)
+            self._row_seconds += (seconds - self._row_seconds) / 8
         return masks
 
     def artifact(self, compiled: Any) -> str:
