@@ -139,10 +139,11 @@ class MaskWorkers:
         return True
 
     def clear_caches(self) -> None:
-        """Drop the workers' mask caches (each grammar gets a fresh Masker; its filled tables stay)."""
+        """Drop the workers' mask caches (each grammar gets a fresh Masker; its filled tables stay);
+        returns when they have let the old ones go (a full collection each)."""
         with self._lock:
             for worker in self._workers:
-                worker.send(("clear",))
+                worker.clear()
 
     def close(self) -> None:
         """Stop the workers and remove the pool's files."""
@@ -386,6 +387,16 @@ class _Worker:
         done = int(control[0])
         return done, list(self._rows[1 : 1 + done])  # type: ignore[index]
 
+    def clear(self) -> None:
+        """Fresh maskers in the worker, once it answers (a starting worker holds none)."""
+        if self._proc is None or not self._ready:
+            return
+        try:
+            self._conn.send(("clear",))
+            self._conn.recv()  # ("cleared", None)
+        except (OSError, EOFError):
+            self._lost()
+
     def forget(self, key: int) -> None:
         if key in self._grammars:
             self._grammars.discard(key)
@@ -587,6 +598,7 @@ def _worker_main(conn: Any, turn: Any) -> None:
         elif kind == "clear":
             maskers = {k: m if isinstance(m, Exception) else Masker(m.compiled) for k, m in maskers.items()}
             _collect_frozen()
+            conn.send(("cleared", None))
         elif kind == "frames":
             frames.clear()
         elif kind == "rows":
