@@ -619,7 +619,7 @@ def _worker_main(conn: Any, turn: Any) -> None:
                         raise masker
                     if isinstance(lexer, tuple):
                         lexer = masker.compiled.lexer.extended(*lexer)
-                    words = masker.mask(State(lexer, stacks[slot], False, masker.compiled.identity))
+                    words = masker._mask_words(State(lexer, stacks[slot], False, masker.compiled.identity))  # copied once, here
                     rows[1 + slot, : len(words)] = words  # type: ignore[index]
                 control[2] = fill  # the answer: the caller watches for it (the masks are written)
                 # what the masks left behind is cache entries that live on, and no cycles: the
