@@ -24,16 +24,30 @@ class BoundedCache(dict):
     ``cache_bytes``.
     """
 
-    __slots__ = ("budget", "max_entries", "nbytes")
+    __slots__ = ("budget", "max_entries", "nbytes", "_held")
 
     def __init__(self, budget: int, max_entries: int = 1 << 62) -> None:
         super().__init__()
         self.budget, self.max_entries, self.nbytes = budget, max_entries, 0
+        self._held: dict[int, Any] = {}  # the shared parts charged (put_shared), by id; kept alive with it
 
     def put(self, key: Any, value: Any, nbytes: int) -> Any:
         """Store ``value`` unless ``key`` is already in (then keep that one); return what is stored."""
         if self.nbytes + nbytes > self.budget or len(self) >= self.max_entries:
             self.clear()
+        self.nbytes += nbytes
+        return self.setdefault(key, value)
+
+    def put_shared(self, key: Any, value: Any, nbytes: int, part_nbytes: int) -> Any:
+        """:meth:`put` of a ``value`` that other entries may hold too (the same object): its
+        ``part_nbytes`` are charged once, ``nbytes`` (the key's) per entry."""
+        new = id(value) not in self._held
+        if self.nbytes + nbytes + (part_nbytes if new else 0) > self.budget or len(self) >= self.max_entries:
+            self.clear()
+            new = True
+        if new:
+            self._held[id(value)] = value
+            nbytes += part_nbytes
         self.nbytes += nbytes
         return self.setdefault(key, value)
 
@@ -43,6 +57,7 @@ class BoundedCache(dict):
 
     def clear(self) -> None:
         super().clear()
+        self._held = {}
         self.nbytes = 0
 
 

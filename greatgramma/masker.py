@@ -39,9 +39,10 @@ class Masker:
     """Computes masks and advances states for one compiled grammar. Thread-safe; states are values.
 
     ``cache_bytes`` bounds the memory of all caches together (default 256 MiB); ``cache_size``
-    also caps the entries of each (masks and viable rows: ``cache_size``; lexer views:
-    ``cache_size // 16``, memos more). Shares of ``cache_bytes``: masks keyed by (lexer state,
-    stack) 1/4 and by status 1/8 (each charged its words: 4 bytes per 32 tokens), lexer views
+    also caps the entries of each (masks by status and viable rows: ``cache_size``; masks by
+    (lexer state, stack): ``4 * cache_size``; lexer views: ``cache_size // 16``, memos more).
+    Shares of ``cache_bytes``: masks keyed by (lexer state, stack) 1/4 and by status 1/8 (each
+    charged its words, 4 bytes per 32 tokens, once where many stacks share them), lexer views
     1/4 (4 bytes per token), and the viable-rows caches 3/8 (:class:`~greatgramma.split.ViableRows`).
     Stacks are shared frames, so a cache entry keyed by a stack is charged the frames it keeps
     alive. The parser's own memos (``parser.UNIT_MEMO_BYTES``, ``SEGMENT_MEMO_BYTES``) and the
@@ -64,7 +65,7 @@ class Masker:
         self._layout = compiled.blocks.layout
         self._stack_bytes = self.parser.stack_bytes
         share = cache_bytes // 16
-        self._masks = BoundedCache(4 * share, cache_size)  # (x, stack) -> words, EOS included
+        self._masks = BoundedCache(4 * share, 4 * cache_size)  # (x, stack) -> words, EOS included
         self._by_status = BoundedCache(2 * share, cache_size)  # the same words, keyed by what decides them
         self._views = LexerViews(compiled.blocks, self._vocab.vocab_size, 4 * share, max(2, cache_size // 16))
         self._rows = ViableRows(compiled.sequences, self.parser, split_depth, 6 * share, cache_size)
@@ -275,7 +276,8 @@ class Masker:
             if len(self._eos) and self._complete(x, stack):
                 got = got.copy()
                 _set_bits(got, self._eos)
-            got = self._masks.put(key, got, got.nbytes + self._stack_bytes(stack))
+            # stacks that decide the same status share its words: charged once
+            got = self._masks.put_shared(key, got, self._stack_bytes(stack), got.nbytes)
         return got
 
     def _status(self, x: int, stack: Stack) -> tuple:

@@ -20,6 +20,7 @@ import pytest
 from helpers import PAD_IDS, grammar_text
 
 import greatgramma as gg
+from greatgramma.cache import BoundedCache
 from greatgramma.indenter import IndentedStack
 from greatgramma.stack import Frame
 
@@ -250,6 +251,38 @@ def test_caches_stay_within_their_byte_bounds() -> None:
         state = step(small, state, tok)
     for name, cache in small.caches().items():
         assert cache.nbytes <= cache.budget or len(cache) == 1, name
+
+
+def test_masks_charge_shared_words_once() -> None:
+    """Many stacks share one status's words: the masks cache charges each words array once, and
+    what it charges covers every array it holds (the bound is on real memory, not on entries)."""
+    masker, ids = compiled_case("json")
+    small = gg.Masker(masker.compiled, cache_bytes=1 << 20)
+    state, peak = small.initial_state(), 0
+    for tok in walk_tokens("json", ids, 3000):
+        small.mask(state)
+        masks = small.caches()["masks"]
+        held = {id(w): w.nbytes for w in masks.values()}
+        assert sum(held.values()) <= masks.nbytes <= masks.budget or len(masks) == 1
+        if len(masks) > len(held):  # entries sharing words: charged less than a words array each
+            assert masks.nbytes < sum(w.nbytes + small._stack_bytes(stack) for (_, stack), w in masks.items())
+            peak = max(peak, len(masks) - len(held))
+        state = step(small, state, tok)
+    assert peak > 0, "no two stacks shared words: the walk does not test the sharing"
+
+
+def test_put_shared_charges_a_part_once_per_generation() -> None:
+    cache = BoundedCache(budget=1000)
+    a, b = np.zeros(100, dtype=np.uint32), np.zeros(100, dtype=np.uint32)  # 400 bytes each
+    for k in range(3):
+        assert cache.put_shared(("a", k), a, 10, a.nbytes) is a
+    assert cache.nbytes == 430
+    cache.put_shared("b", b, 10, b.nbytes)
+    assert cache.nbytes == 840 and len(cache) == 4
+    cache.put_shared("c", np.zeros(100, dtype=np.uint32), 10, 400)  # past the budget: starts over
+    assert len(cache) == 1 and cache.nbytes == 410
+    cache.put_shared(("a", 9), a, 10, a.nbytes)  # a new generation charges ``a`` again
+    assert cache.nbytes == 820
 
 
 @pytest.mark.parametrize(
