@@ -176,12 +176,18 @@ def measure(grammar: str, tokenizer: str, batches: list[int], steps: int, runs: 
                         maskers[mode] = gg.Masker(compiled)
                         pool.clear_caches()
                         default_pool.clear_caches()
+                    busy = pool.seconds_here + pool.seconds_in_workers
                     times = walk(maskers[mode], texts, steps, fills[mode])
                     cell.setdefault(mode, []).append(statistics.mean(times) * 1e3)
+                    if mode == "workers":  # the jobs' compute time in both processes, against the serial walk's time
+                        serial_s = cell["serial"][-1] * steps / 1e3
+                        cell.setdefault("work", []).append((pool.seconds_here + pool.seconds_in_workers - busy) / serial_s)
             for mode in modes:
                 cell[f"{mode}_ms"] = round(statistics.median(cell.pop(mode)), 3)
             for mode in modes[1:]:
                 cell[f"{mode}_ratio"] = round(cell[f"{mode}_ms"] / cell["serial_ms"], 3)
+            if "work" in cell:
+                cell["workers_work"] = round(statistics.median(cell.pop("work")), 3)
             print(json.dumps({"grammar": grammar, **cell}), flush=True)
             cells.append(cell)
     return {"grammar": grammar, "tokenizer": tokenizer, "caches": "cold" if cold else "warm", "compile_s": round(compile_s, 3), "cells": cells}
@@ -228,12 +234,18 @@ def table(data: dict) -> str:
         f"{data['machine']}; load average {data['load_average_start']} at the start, {data['load_average_end']} at the end; "
         f"MaskWorkers with {data['processes']} process(es) beside the caller; {data['steps']} steps per sequence after a "
         f"warm-up of {data['warmup']} sequences, the heap frozen after it (gc.freeze(), as serving engines do after "
-        "startup). Ratio: the mode's step time over serial's.\n",
+        "startup). Ratio: the mode's step time over serial's. Work: the time the workers mode's processes spent "
+        "computing the masks of the rows sent as jobs, caller and worker together, over the serial walk's time (1: "
+        "the pool computes what serial does; more: each process computing what its own caches lack).\n",
     ]
     for r in data["results"]:
         modes = [m for m in MODES if f"{m}_ms" in r["cells"][0]]
-        cols = ["B"] + [f"{m} ms" for m in modes] + [f"{m} ratio" for m in modes[1:]]
-        rows = [[c["batch"]] + [c[f"{m}_ms"] for m in modes] + [c[f"{m}_ratio"] for m in modes[1:]] for c in r["cells"]]
+        work = ["workers work"] if "workers_work" in r["cells"][0] else []
+        cols = ["B"] + [f"{m} ms" for m in modes] + [f"{m} ratio" for m in modes[1:]] + work
+        rows = [
+            [c["batch"]] + [c[f"{m}_ms"] for m in modes] + [c[f"{m}_ratio"] for m in modes[1:]] + ([c["workers_work"]] if work else [])
+            for c in r["cells"]
+        ]  # fmt: skip
         lines.append(f"\n## {r['grammar']} x {r['tokenizer']}, {r['caches']} mask caches (compile {r['compile_s']} s)\n\n")
         lines.append(markdown_table(cols, rows, "r" * len(cols)))
     return "".join(lines)

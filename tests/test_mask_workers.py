@@ -93,6 +93,7 @@ def random_walks(pool: MaskWorkers, compiled: gg.CompiledGrammar, batch: int, st
             choices = [t for t in allowed if t not in m.eos_token_ids] or allowed
             assert m.accept_token(rng.choice(choices))
     assert pool.rows_from_workers > before, "the workers filled no row"
+    assert pool.seconds_in_workers > 0 and pool.seconds_here > 0
     return filled
 
 

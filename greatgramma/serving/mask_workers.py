@@ -73,7 +73,9 @@ class MaskWorkers:
     rows it had been given are filled in the caller; a failure in a worker is raised in the
     caller. While a worker loads a grammar it has not had, the caller takes its jobs (the worker
     takes each job when it begins it, the caller from the end of its list).
-    ``close()`` (or a ``with`` block) stops the workers and removes the files.
+    ``close()`` (or a ``with`` block) stops the workers and removes the files. For measuring:
+    ``rows_from_workers`` counts the rows the workers computed, ``seconds_in_workers`` and
+    ``seconds_here`` the time the jobs took in the workers and in the caller.
     """
 
     def __init__(
@@ -99,6 +101,8 @@ class MaskWorkers:
         self._row_seconds = 1e-3  # what computing a row's mask costs in this process, learned as it goes
         self._cheap = False  # the last fill took under min_seconds / 2 in the caller: the next one goes there at once
         self.rows_from_workers = 0  # rows whose masks the workers computed (for measuring and tests)
+        # seconds spent computing the masks of rows sent as jobs, by the workers and by the caller (for measuring)
+        self.seconds_in_workers = self.seconds_here = 0.0
         for worker in self._workers:
             worker.ready()  # start them now: they are ready in about a second
 
@@ -187,6 +191,7 @@ class MaskWorkers:
                     asked.append((worker, jobs))
                 else:
                     own += jobs  # the worker is starting or could not be reached: the caller fills its rows
+            start = time.perf_counter()
             masks.update(zip(own, self._masks_here(matchers, own)))
             taking = list(asked)
             while taking:  # the jobs a worker has not begun, from the end of its list, in turn
@@ -197,10 +202,11 @@ class MaskWorkers:
                         taking.remove(entry)
                     else:
                         masks[jobs[j]] = self._masks_here(matchers, [jobs[j]])[0]
+            self.seconds_here += time.perf_counter() - start
             failure = None
             for worker, jobs in asked:
                 try:
-                    n, words = worker.answer()
+                    n, words, seconds = worker.answer()
                 except Exception as exc:  # noqa: BLE001 - raised once every worker has answered
                     failure = failure or exc
                     continue
@@ -208,6 +214,7 @@ class MaskWorkers:
                     masks.update(zip(jobs[:n], self._masks_here(matchers, jobs[:n])))
                     continue
                 self.rows_from_workers += n
+                self.seconds_in_workers += seconds
                 for w, i in zip(words, jobs):  # views of the worker's file, written again only at the next fill
                     matcher = matchers[i]
                     masks[i] = w[: _words(matcher)]
@@ -287,8 +294,8 @@ class _Worker:
         self._grammars: set[int] = set()
         self._vocabs: set[str] = set()
         # (1 + rows, width) int32 words shared with the worker: row 0 holds how many jobs it has
-        # begun, where its jobs end (the caller takes jobs from the end) and the number of the
-        # last fill it finished, then a row per job
+        # begun, where its jobs end (the caller takes jobs from the end), the number of the last
+        # fill it finished and the microseconds it spent on it, then a row per job
         self._rows: np.ndarray | None = None
         self._rows_path: str | None = None
         self._turn: Any = None
@@ -329,7 +336,7 @@ class _Worker:
                 if lexer >= compiled.lexer.num_states:  # extended states are numbered per process: send its key
                     lexer = compiled.lexer.extended_key(lexer)
                 jobs.append((key, lexer, m.state.stack))
-            self._ensure_rows(len(jobs), max(3, *(_words(m) for m in matchers)))
+            self._ensure_rows(len(jobs), max(4, *(_words(m) for m in matchers)))
             self._fills = self._fills % (1 << 30) + 1  # an int32 in the rows file
             self._rows[0, :3] = (0, len(jobs), 0)  # type: ignore[index]  # jobs begun by the worker, jobs left to it, fill done
             if len(self._sent) > FRAMES_KEPT:
@@ -363,9 +370,10 @@ class _Worker:
         finally:
             self._turn.release()
 
-    def answer(self) -> tuple[int, list[np.ndarray] | None]:
-        """``(n, masks)``: the worker filled the first ``n`` jobs (``masks``, views of the rows file);
-        ``masks`` is None if it died meanwhile, and ``n`` then counts the jobs it may not have filled.
+    def answer(self) -> tuple[int, list[np.ndarray] | None, float]:
+        """``(n, masks, seconds)``: the worker filled the first ``n`` jobs (``masks``, views of the
+        rows file) in ``seconds``; ``masks`` is None if it died meanwhile, and ``n`` then counts the
+        jobs it may not have filled.
 
         A worker says it is done in the rows file, not through the pipe: the caller has nothing
         else to do, and watching memory costs nothing where waking from a blocked read (and
@@ -383,9 +391,9 @@ class _Worker:
             except (OSError, EOFError):
                 end = int(control[1])
                 self._lost()
-                return end, None
+                return end, None, 0.0
         done = int(control[0])
-        return done, list(self._rows[1 : 1 + done])  # type: ignore[index]
+        return done, list(self._rows[1 : 1 + done]), int(control[3]) * 1e-6  # type: ignore[index]
 
     def clear(self) -> None:
         """Fresh maskers in the worker, once it answers (a starting worker holds none)."""
@@ -606,6 +614,7 @@ def _worker_main(conn: Any, turn: Any) -> None:
         elif kind == "masks":
             fill, jobs, control = message[1], message[2], rows[0]  # type: ignore[index]
             try:
+                start = time.perf_counter()
                 stacks = [frames.decode(*job[2:]) for job in jobs]  # all of them, in order, before any is taken
                 while True:
                     with turn:
@@ -621,6 +630,7 @@ def _worker_main(conn: Any, turn: Any) -> None:
                         lexer = masker.compiled.lexer.extended(*lexer)
                     words = masker._mask_words(State(lexer, stacks[slot], False, masker.compiled.identity))  # copied once, here
                     rows[1 + slot, : len(words)] = words  # type: ignore[index]
+                control[3] = min(int((time.perf_counter() - start) * 1e6), (1 << 31) - 1)
                 control[2] = fill  # the answer: the caller watches for it (the masks are written)
                 # what the masks left behind is cache entries that live on, and no cycles: the
                 # collector would walk them all again and again (a full collection of a worker
