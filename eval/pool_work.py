@@ -1,12 +1,15 @@
 """Where MaskWorkers' time goes at B = 32 Go walks (issue 16): the work of each process, and whether the cores are shared.
 
-Three measurements, each per run on the same B texts (eval/batch_scaling.py's setup and warm-up):
+Measurements, each per run on the same B texts (eval/batch_scaling.py's setup and warm-up):
 
 - ``split``: the pool as it runs (the caller and one worker take jobs from both ends): the jobs'
   compute time in the caller and in the worker, over the serial walk's time. More than 1: the
   processes compute more than one serial masker does (each one's caches learn only from its rows).
 - ``worker-only``: the same with the caller taking no job (every job computed in the worker,
   whose caches then see every row, as serial's do): what a process's own overheads cost.
+- ``fixed``: row i always computed in process i % 2, nothing taken from the other's list (no
+  balancing); ``fixed, 3 moved``: the same with 3 random rows of each step computed in the other
+  process: what a sequence's mask computed away from the process that computed its last one costs.
 - ``contention``: two forks of one warmed process walk the same texts, one alone and then both at
   once: the slowdown of running together (1.0: the two cores are the machine's own).
 
@@ -30,16 +33,19 @@ from eval import batch_scaling as bs
 from eval.paths import ROOT, markdown_table, write_results
 
 RESULTS = ROOT / "eval" / "pool_work.json"
+POOLS = ("split", "worker-only", "fixed", "fixed, 3 moved")
 
 
-def pool_work(compiled, walks, batch: int, steps: int, runs: int, warmup: int, caller_takes: bool) -> list[dict]:
+def pool_work(compiled, walks, batch: int, steps: int, runs: int, warmup: int, mode: str) -> list[dict]:
     """Per run: the caller's and the worker's job seconds over the serial walk's, and the step ratio."""
     import greatgramma as gg
     from greatgramma.serving import MaskWorkers, mask_workers
 
-    steal = mask_workers._Worker.steal
-    if not caller_takes:
+    steal, spread = mask_workers._Worker.steal, MaskWorkers._spread
+    if mode == "worker-only":
         mask_workers._Worker.steal = lambda self: None  # the caller takes no job: the worker computes them all
+    elif mode.startswith("fixed"):
+        MaskWorkers._spread = _fixed_spread(3 if "moved" in mode else 0)
     try:
         serial, pooled = gg.Masker(compiled), gg.Masker(compiled)
         with MaskWorkers(1, min_batch=1, min_seconds=0.0) as pool:
@@ -62,7 +68,34 @@ def pool_work(compiled, walks, batch: int, steps: int, runs: int, warmup: int, c
                             "ratio": pool_s / serial_s})  # fmt: skip
             return out
     finally:
-        mask_workers._Worker.steal = steal
+        mask_workers._Worker.steal, MaskWorkers._spread = steal, spread
+
+
+def _fixed_spread(moved: int):
+    """A ``MaskWorkers._spread`` for one worker: rows i % 2 == 1 to the worker, the rest computed
+    in the caller, nothing taken from the other's list; ``moved`` random rows swap sides."""
+    from greatgramma.serving import mask_workers
+
+    rng = random.Random(5)
+
+    def spread(pool, matchers, live, masks) -> None:
+        swap = set(rng.sample(live, min(moved, len(live))))
+        theirs = [i for i in live if (i % 2 == 1) != (i in swap)]
+        mine = [i for i in live if (i % 2 == 0) != (i in swap)]
+        worker = pool._workers[0]
+        if not (theirs and worker.ready() and worker.ask(pool, [matchers[i] for i in theirs])):
+            mine, theirs = mine + theirs, []
+        start = time.perf_counter()
+        masks.update(zip(mine, pool._masks_here(matchers, mine)))
+        pool.seconds_here += time.perf_counter() - start
+        if theirs:
+            _, words, seconds = worker.answer()
+            pool.seconds_in_workers += seconds
+            for w, i in zip(words, theirs):  # as MaskWorkers._spread keeps them
+                masks[i] = w[: mask_workers._words(matchers[i])]
+                matchers[i].masker._keep_mask(matchers[i].state, masks[i])
+
+    return spread
 
 
 def contention(compiled, walks, batch: int, steps: int, runs: int, warmup: int) -> list[float]:
@@ -126,8 +159,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     compiled, walks, _ = bs.setup("go", "llama3", max(args.batch, args.warmup), args.steps)
     measures = {}
-    for name, caller_takes in (("split", True), ("worker-only", False)):
-        runs = pool_work(compiled, walks, args.batch, args.steps, args.runs, args.warmup, caller_takes)
+    for name in POOLS:
+        runs = pool_work(compiled, walks, args.batch, args.steps, args.runs, args.warmup, name)
         measures[name] = {k: round(statistics.median(r[k] for r in runs), 3) for k in ("caller", "worker", "ratio")}
         measures[name]["work"] = round(statistics.median(r["caller"] + r["worker"] for r in runs), 3)
         print(json.dumps({name: measures[name]}), flush=True)
@@ -143,12 +176,14 @@ def main(argv: list[str] | None = None) -> None:
 
 def table(data: dict) -> str:
     m = data["measures"]
-    rows = [[name, m[name]["caller"], m[name]["worker"], m[name]["work"], m[name]["ratio"]] for name in ("split", "worker-only")]
+    rows = [[name, m[name]["caller"], m[name]["worker"], m[name]["work"], m[name]["ratio"]] for name in POOLS if name in m]
     return "".join([
         f"# Where the pool's time goes, {data['date']}: B = {data['batch']} Go walks at llama3 (median of {data['runs']} runs)\n\n",
         f"{data['machine']}; MaskWorkers(1) beside the caller; {data['steps']} steps per run after a warm-up of "
         f"{data['warmup']} sequences. Caller, worker: the seconds each spent computing jobs, over the serial walk's "
-        "seconds; work: their sum; step ratio: the pool's step time over serial's. `python -m eval.pool_work`.\n\n",
+        "seconds; work: their sum; step ratio: the pool's step time over serial's. `python -m eval.pool_work`. "
+        "One invocation: on 2026-12-07 invocations of the same command differed by up to 0.25 in work and 0.2 in "
+        "step ratio.\n\n",
         markdown_table(["pool", "caller", "worker", "work", "step ratio"], rows, "lrrrr"),
         f"\nTwo forks of one warmed process walking the same texts at once, against one alone: "
         f"{m['contention']['slowdown']}x (median; largest {m['contention']['max']}x).\n",
