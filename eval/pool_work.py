@@ -13,8 +13,8 @@ Measurements, each per run on the same B texts (eval/batch_scaling.py's setup an
 - ``contention``: two forks of one warmed process walk the same texts, one alone and then both at
   once: the slowdown of running together (1.0: the two cores are the machine's own).
 
-    python -m eval.pool_work                    # about 4 minutes
-    python -m eval.pool_work --runs 12 --update-results
+    python -m eval.pool_work                    # about 4 minutes (8 runs)
+    python -m eval.pool_work --runs 16 --update-results   # about 5 minutes
 """
 
 from __future__ import annotations
