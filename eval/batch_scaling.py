@@ -21,7 +21,9 @@ min_seconds=0``: the caller and the workers take the rows as they come free, so 
 shows what the processes cost and give), ``default`` (a pool of its own with the default
 settings, which keep small or cheap batches in the caller: what a user gets; each pool mode has
 its own pool, so no mode finds another's masks cached in a worker), ``threads`` (a thread pool of
-``processes + 1`` threads, to show what the GIL does).
+``processes + 1`` threads, to show what the GIL does). ``workers_work``: the time the workers
+mode's processes spent computing its jobs (``MaskWorkers.seconds_here + seconds_in_workers``)
+over the serial walk's time, the median over runs (eval/pool_work.py takes it apart).
 
     python -m eval.batch_scaling                           # go and json at llama3, B = 1..128
     python -m eval.batch_scaling --grammars go --batches 8,32 --runs 1
