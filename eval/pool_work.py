@@ -91,9 +91,7 @@ def _fixed_spread(moved: int):
         if theirs:
             _, words, seconds = worker.answer()
             pool.seconds_in_workers += seconds
-            for w, i in zip(words, theirs):  # as MaskWorkers._spread keeps them
-                masks[i] = w[: mask_workers._words(matchers[i])]
-                matchers[i].masker._keep_mask(matchers[i].state, masks[i])
+            mask_workers._take_answers(matchers, theirs, words, masks)  # as MaskWorkers._spread does
 
     return spread
 
@@ -121,7 +119,7 @@ def _forked(masker, timed, touch, steps: int, n: int) -> list[float]:
     copy-on-write pages are copied before the clock starts)."""
     import greatgramma as gg
 
-    results, ready_w = os.pipe()
+    from_children, to_parent = os.pipe()  # each child's "ready", then its seconds
     go_r, go_w = os.pipe()
     pids = []
     for _ in range(n):
@@ -129,16 +127,16 @@ def _forked(masker, timed, touch, steps: int, n: int) -> list[float]:
         if pid == 0:  # the child: touch, say ready, wait for the start, walk, report
             try:
                 bs.walk(masker, touch, steps, gg.fill_next_token_bitmasks)
-                os.write(ready_w, b"r")
+                os.write(to_parent, b"r")
                 os.read(go_r, 1)
                 t = time.perf_counter()
                 bs.walk(masker, timed, steps, gg.fill_next_token_bitmasks)
-                os.write(ready_w, f"{time.perf_counter() - t:.6f}\n".encode())
+                os.write(to_parent, f"{time.perf_counter() - t:.6f}\n".encode())
             finally:
                 os._exit(0)
         pids.append(pid)
-    os.close(ready_w)
-    with os.fdopen(results) as f:
+    os.close(to_parent)
+    with os.fdopen(from_children) as f:
         f.read(n)  # every child is ready
         os.write(go_w, b"g" * n)
         seconds = [float(f.readline()) for _ in range(n)]

@@ -215,10 +215,7 @@ class MaskWorkers:
                     continue
                 self.rows_from_workers += n
                 self.seconds_in_workers += seconds
-                for w, i in zip(words, jobs):  # views of the worker's file, written again only at the next fill
-                    matcher = matchers[i]
-                    masks[i] = w[: _words(matcher)]
-                    matcher.masker._keep_mask(matcher.state, masks[i])  # the next fill finds it here
+                _take_answers(matchers, jobs, words, masks)
         except BaseException:
             for worker, _ in asked:  # interrupted before they all answered: out of step with the pipe
                 worker.stop()
@@ -277,6 +274,15 @@ def _sort_rows(matchers: Sequence[Any], rows: list[int]) -> tuple[dict[int, np.n
         else:
             twins[i] = j
     return masks, live, twins
+
+
+def _take_answers(matchers: Sequence[Any], jobs: list[int], words: list[np.ndarray], masks: dict[int, np.ndarray]) -> None:
+    """A worker's masks of ``jobs`` into ``masks`` (views of its rows file, written again only at
+    its next fill), and into the rows' maskers: the next fill finds them there."""
+    for w, i in zip(words, jobs):
+        matcher = matchers[i]
+        masks[i] = w[: _words(matcher)]
+        matcher.masker._keep_mask(matcher.state, masks[i])
 
 
 def _words(matcher: Any) -> int:
