@@ -32,24 +32,32 @@ class BoundedCache(dict):
         self._held: dict[int, Any] = {}  # the shared parts charged (put_shared), by id; kept alive with it
 
     def put(self, key: Any, value: Any, nbytes: int) -> Any:
-        """Store ``value`` unless ``key`` is already in (then keep that one); return what is stored."""
+        """Store ``value`` unless ``key`` is already in (then keep that one, charged nothing more);
+        return what is stored."""
+        if key in self:
+            return self[key]
         if self.nbytes + nbytes > self.budget or len(self) >= self.max_entries:
             self.clear()
         self.nbytes += nbytes
-        return self.setdefault(key, value)
+        self[key] = value
+        return value
 
-    def put_shared(self, key: Any, value: Any, nbytes: int, part_nbytes: int) -> Any:
-        """:meth:`put` of a ``value`` that other entries may hold too (the same object): its
-        ``part_nbytes`` are charged once, ``nbytes`` (the key's) per entry."""
-        new = id(value) not in self._held
-        if self.nbytes + nbytes + (part_nbytes if new else 0) > self.budget or len(self) >= self.max_entries:
+    def put_shared(self, key: Any, value: Any, charge: Callable[[dict], int]) -> Any:
+        """:meth:`put` of an entry whose parts other entries hold too (a words array, a stack's
+        frames): ``charge(held)`` is its bytes, counting only the parts not in ``held`` (by id),
+        which it adds there (:func:`held_bytes`), so each shared part is charged once per
+        generation of the cache."""
+        if key in self:
+            return self[key]
+        if len(self) >= self.max_entries:
             self.clear()
-            new = True
-        if new:
-            self._held[id(value)] = value
-            nbytes += part_nbytes
+        nbytes = charge(self._held)
+        if self.nbytes + nbytes > self.budget and self:
+            self.clear()
+            nbytes = charge(self._held)  # everything is new again
         self.nbytes += nbytes
-        return self.setdefault(key, value)
+        self[key] = value
+        return value
 
     def grew(self, nbytes: int) -> None:
         """An entry grew by about ``nbytes`` (a memo row got one more answer)."""
@@ -59,6 +67,14 @@ class BoundedCache(dict):
         super().clear()
         self._held = {}
         self.nbytes = 0
+
+
+def held_bytes(held: dict[int, Any], part: Any, nbytes: int) -> int:
+    """``nbytes`` if ``part`` is not in ``held`` yet (it is added, and kept alive there), else 0."""
+    if id(part) in held:
+        return 0
+    held[id(part)] = part
+    return nbytes
 
 
 def per_object(factory: Callable[[K], V]) -> Callable[[K], V]:

@@ -21,7 +21,7 @@ from .errors import GrammarError
 from .lexer import LexerDFA, TerminalSpec, minimize_classes, risky_states
 from .parser import LalrParser
 from .postlexer import Postlexer
-from .stack import FRAME_BYTES, Frame, Known
+from .stack import Frame, Known, frames_bytes
 
 
 @dataclass(frozen=True)
@@ -405,6 +405,6 @@ class IndentedParser:
         return out + ([self.end] if self.accepts_end(stack) else [])
 
     @staticmethod
-    def stack_bytes(stack: IndentedStack) -> int:
+    def stack_bytes(stack: IndentedStack, held: dict | None = None) -> int:
         """What a cache entry keyed by ``stack`` is charged for it (see :meth:`LalrParser.stack_bytes`)."""
-        return FRAME_BYTES * stack.lalr.depth + 8 * len(stack.levels) + 200
+        return frames_bytes(stack.lalr, held) + 8 * len(stack.levels) + 200

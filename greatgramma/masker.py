@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import native
-from .cache import BoundedCache
+from .cache import BoundedCache, held_bytes
 from .codes import ANY_COLUMN, DEAD, NO_TERM
 from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
@@ -45,7 +45,7 @@ class Masker:
     charged its words, 4 bytes per 32 tokens, once where many stacks share them), lexer views
     1/4 (4 bytes per token), and the viable-rows caches 3/8 (:class:`~greatgramma.split.ViableRows`).
     Stacks are shared frames, so a cache entry keyed by a stack is charged the frames it keeps
-    alive. The parser's own memos (``parser.UNIT_MEMO_BYTES``, ``SEGMENT_MEMO_BYTES``) and the
+    alive, each frame once (stacks met one after another share all but their top frames). The parser's own memos (``parser.UNIT_MEMO_BYTES``, ``SEGMENT_MEMO_BYTES``) and the
     frames' memos (``MEMO_ENTRIES`` per frame, owned by the states) are bounded apart; the
     compiled grammar's lazily filled tables (subtrees, blocks) grow with the grammar only.
     ``split_depth`` is how many top parser states the shared context-independent part of a mask
@@ -105,7 +105,7 @@ class Masker:
         words = np.array(mask, dtype=np.int32).view(np.uint32)
         if words.shape != (self._nwords,):
             raise ValueError(f"a mask of this grammar has {self._nwords} words, got shape {words.shape}")
-        self._masks.put((state.lexer, state.stack), words, words.nbytes + self._stack_bytes(state.stack))
+        self._put_mask(state.lexer, state.stack, words)
 
     def is_complete(self, state: State) -> bool:
         """Whether the output so far is a complete sentence (EOS allowed)."""
@@ -276,9 +276,14 @@ class Masker:
             if len(self._eos) and self._complete(x, stack):
                 got = got.copy()
                 _set_bits(got, self._eos)
-            # stacks that decide the same status share its words: charged once
-            got = self._masks.put_shared(key, got, self._stack_bytes(stack), got.nbytes)
+            got = self._put_mask(x, stack, got)
         return got
+
+    def _put_mask(self, x: int, stack: Stack, words: np.ndarray) -> np.ndarray:
+        """Cache the words of (x, stack): stacks that decide the same status share its words, and
+        stacks share frames, each charged once."""
+        stack_bytes = self._stack_bytes
+        return self._masks.put_shared((x, stack), words, lambda held: held_bytes(held, words, words.nbytes) + stack_bytes(stack, held))
 
     def _status(self, x: int, stack: Stack) -> tuple:
         """All that the words from lexer state x depend on, as a hashable value: per first

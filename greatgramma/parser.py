@@ -12,7 +12,7 @@ from __future__ import annotations
 from .cache import BoundedCache
 from .codes import DEPENDS, ERROR, REDUCE, REJECTED
 from .parse_table import ParseTable
-from .stack import FRAME_BYTES, MEMO_ENTRIES, SEGMENT, Frame, Known, Stack
+from .stack import MEMO_ENTRIES, SEGMENT, Frame, Known, Stack, frames_bytes
 
 UNIT_MEMO_BYTES = 8 << 20  # a parser's memo of unit-rule chains
 SEGMENT_MEMO_BYTES = 16 << 20  # a parser's memo of feeds on top segments
@@ -299,7 +299,7 @@ class LalrParser:
         ]
 
     @staticmethod
-    def stack_bytes(stack: Stack) -> int:
+    def stack_bytes(stack: Stack, held: dict | None = None) -> int:
         """What a cache entry keyed by ``stack`` is charged for it: the frames it keeps alive (all
-        of them, as if no other state shared them)."""
-        return FRAME_BYTES * stack.depth + 100
+        of them; with ``held``, the cache's charged parts, those not charged yet: :func:`~greatgramma.stack.frames_bytes`)."""
+        return frames_bytes(stack, held) + 100

@@ -6,6 +6,24 @@ Known = tuple[int, ...]  # the top segment of a stack, bottom first
 FRAME_BYTES = 256  # memory of one frame (object, hash and depth ints, top segment), for the caches' bounds
 MEMO_ENTRIES = 32  # outcomes of deep reductions remembered per frame (then it starts over)
 SEGMENT = 8  # top states a live feed is memoized on (deeper reductions: the frames' memos)
+HELD_WALK = 32  # frames a cache walks to find those it has charged (frames_bytes)
+
+
+def frames_bytes(frame: Frame | None, held: dict[int, object] | None = None) -> int:
+    """What the frames from ``frame`` down are charged in a cache: all of them, or with ``held``
+    (a cache's parts already charged, by id) those not in it, which are added (the frames below
+    a held one are held): a stack shares all but its top frame or two with stacks met before. Past
+    ``HELD_WALK`` new frames the rest of the stack is charged whole and held as one part, so a
+    deep stack costs a bounded walk."""
+    if held is None:
+        return 0 if frame is None else FRAME_BYTES * frame.depth
+    n = 0
+    while frame is not None and id(frame) not in held:
+        held[id(frame)] = frame
+        if n == HELD_WALK:
+            return FRAME_BYTES * (n + frame.depth)
+        frame, n = frame.parent, n + 1
+    return FRAME_BYTES * n
 
 
 class Frame:

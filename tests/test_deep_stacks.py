@@ -20,9 +20,9 @@ import pytest
 from helpers import PAD_IDS, grammar_text
 
 import greatgramma as gg
-from greatgramma.cache import BoundedCache
+from greatgramma.cache import BoundedCache, held_bytes
 from greatgramma.indenter import IndentedStack
-from greatgramma.stack import Frame
+from greatgramma.stack import FRAME_BYTES, HELD_WALK, Frame, frames_bytes
 
 DEPTH = 20_000
 WINDOW = 16  # steps compared at each depth
@@ -274,15 +274,51 @@ def test_masks_charge_shared_words_once() -> None:
 def test_put_shared_charges_a_part_once_per_generation() -> None:
     cache = BoundedCache(budget=1000)
     a, b = np.zeros(100, dtype=np.uint32), np.zeros(100, dtype=np.uint32)  # 400 bytes each
+
+    def charge(part):
+        return lambda held: 10 + held_bytes(held, part, part.nbytes)
+
     for k in range(3):
-        assert cache.put_shared(("a", k), a, 10, a.nbytes) is a
+        assert cache.put_shared(("a", k), a, charge(a)) is a
     assert cache.nbytes == 430
-    cache.put_shared("b", b, 10, b.nbytes)
+    cache.put_shared("b", b, charge(b))
     assert cache.nbytes == 840 and len(cache) == 4
-    cache.put_shared("c", np.zeros(100, dtype=np.uint32), 10, 400)  # past the budget: starts over
+    assert cache.put_shared("b", a, charge(a)) is b and cache.nbytes == 840  # a key already in: kept, charged nothing
+    c = np.zeros(100, dtype=np.uint32)
+    cache.put_shared("c", c, charge(c))  # past the budget: starts over
     assert len(cache) == 1 and cache.nbytes == 410
-    cache.put_shared(("a", 9), a, 10, a.nbytes)  # a new generation charges ``a`` again
+    cache.put_shared(("a", 9), a, charge(a))  # a new generation charges ``a`` again
     assert cache.nbytes == 820
+
+
+def test_put_charges_a_key_once() -> None:
+    """Putting a key that is in keeps the value there and charges nothing (a cache of distinct
+    values is put every value it meets: charging each put filled it with what it already held)."""
+    cache = BoundedCache(budget=1000)
+    assert cache.put("k", "first", 100) == "first"
+    for _ in range(20):
+        assert cache.put("k", "second", 100) == "first"
+    assert cache.nbytes == 100 and len(cache) == 1
+
+
+def test_stack_frames_are_charged_once_per_generation() -> None:
+    """Stacks that share frames are charged each frame once; the frames below a charged one are
+    not walked again; a new generation (an empty held) charges them all."""
+    bottom = None
+    for state in range(10):
+        bottom = Frame(state, bottom)
+    a, b = Frame(100, bottom), Frame(101, Frame(102, bottom))
+    held: dict = {}
+    assert frames_bytes(a, held) == 11 * FRAME_BYTES
+    assert frames_bytes(b, held) == 2 * FRAME_BYTES  # its two own frames; the ten below are held
+    assert frames_bytes(a, held) == 0
+    assert frames_bytes(b) == 12 * FRAME_BYTES == frames_bytes(b, {})
+    deep = bottom
+    for state in range(HELD_WALK + 50):
+        deep = Frame(state, deep)
+    held = {}
+    assert frames_bytes(deep, held) == deep.depth * FRAME_BYTES and len(held) == HELD_WALK + 1  # a bounded walk
+    assert frames_bytes(Frame(7, deep), held) == FRAME_BYTES
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ MIN_BATCH = 4  # smaller batches are filled in the caller alone
 MIN_SECONDS = 1e-3  # so are batches whose masks are expected to take less (a round trip and the share a worker takes cost ~0.3-0.5 ms)
 STEAL_WAIT = 1.0  # seconds the caller waits for the jobs' lock (held only for a few instructions)
 SPIN_SECONDS = 2e-3  # how long the caller watches the rows file for a worker's answer without a pause
-POLL_SECONDS = 2e-4  # then the pauses between its looks (each waits on the pipe, where a failure comes)
+PIPE_SECONDS = 1e-3  # then it sleeps between looks (the shortest sleep, ~0.1 ms) and looks at the pipe, where a failure comes, this often
 FRAMES_KEPT = 1 << 16  # parser stack frames a worker holds between steps, then both sides start over (about 16 MB each)
 
 
@@ -383,15 +383,22 @@ class _Worker:
 
         A worker says it is done in the rows file, not through the pipe: the caller has nothing
         else to do, and watching memory costs nothing where waking from a blocked read (and
-        reading the message) cost ~0.1 ms a fill. Past ``SPIN_SECONDS`` it looks between sleeps
-        on the pipe, through which only a failure or the worker's end comes."""
+        reading the message) cost ~0.1 ms a fill. Past ``SPIN_SECONDS`` it sleeps between looks
+        (``time.sleep(0)``, the shortest sleep: waiting on the pipe with a timeout would round it up
+        to a millisecond, which cost ~0.5 ms a fill) and every ``PIPE_SECONDS`` looks at the pipe,
+        through which only a failure or the worker's end comes."""
         control = self._rows[0]  # type: ignore[index]
-        deadline = time.perf_counter() + SPIN_SECONDS
+        spin_until = look_at = time.perf_counter() + SPIN_SECONDS
         while control[2] != self._fills:
-            if time.perf_counter() < deadline:
+            now = time.perf_counter()
+            if now < spin_until:
                 continue
+            time.sleep(0)
+            if now < look_at:
+                continue
+            look_at = now + PIPE_SECONDS
             try:
-                if self._conn.poll(POLL_SECONDS):
+                if self._conn.poll(0):
                     status, value = self._conn.recv()
                     raise value if status == "error" else GreatGrammaError(f"mask worker: unexpected {status!r}")
             except (OSError, EOFError):
