@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -67,6 +68,47 @@ class BoundedCache(dict):
         super().clear()
         self._held = {}
         self.nbytes = 0
+
+
+class LruCache(BoundedCache):
+    """A :class:`BoundedCache` that, when full, lets go of its least recently used entries one at
+    a time instead of starting over: for a few costly entries (lexer views: ~1 ms and 0.5 MB each
+    at 128K tokens), where a start-over rebuilt the whole working set at once (~0.1 s) whenever
+    the working set passed the budget by one entry. A hit costs a move to the end of the order."""
+
+    __slots__ = ("_order",)
+
+    def __init__(self, budget: int, max_entries: int = 1 << 62) -> None:
+        super().__init__(budget, max_entries)
+        self._order: OrderedDict[Any, int] = OrderedDict()  # key -> its charge, least recently used first
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        got = dict.get(self, key, default)
+        if got is not default:
+            try:
+                self._order.move_to_end(key)
+            except KeyError:  # let go of by another thread meanwhile
+                pass
+        return got
+
+    def put(self, key: Any, value: Any, nbytes: int) -> Any:
+        if key in self:
+            return self[key]
+        while self._order and (self.nbytes + nbytes > self.budget or len(self) >= self.max_entries):
+            try:
+                old, charge = self._order.popitem(last=False)
+            except KeyError:  # emptied by another thread meanwhile
+                break
+            dict.pop(self, old, None)
+            self.nbytes -= charge
+        self.nbytes += nbytes
+        self[key] = value
+        self._order[key] = nbytes
+        return value
+
+    def clear(self) -> None:
+        super().clear()
+        self._order.clear()
 
 
 def held_bytes(held: dict[int, Any], part: Any, nbytes: int) -> int:

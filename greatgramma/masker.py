@@ -45,9 +45,10 @@ class Masker:
     charged its words, 4 bytes per 32 tokens, once where many stacks share them), lexer views
     1/4 (4 bytes per token), and the viable-rows caches 3/8 (:class:`~greatgramma.split.ViableRows`).
     Stacks are shared frames, so a cache entry keyed by a stack is charged the frames it keeps
-    alive, each frame once (stacks met one after another share all but their top frames). The parser's own memos (``parser.UNIT_MEMO_BYTES``, ``SEGMENT_MEMO_BYTES``) and the
-    frames' memos (``MEMO_ENTRIES`` per frame, owned by the states) are bounded apart; the
-    compiled grammar's lazily filled tables (subtrees, blocks) grow with the grammar only.
+    alive, each frame once (stacks met one after another share all but their top frames). The
+    parser's own memos (``parser.UNIT_MEMO_BYTES``, ``SEGMENT_MEMO_BYTES``) and the frames'
+    memos (``MEMO_ENTRIES`` per frame, owned by the states) are bounded apart; the compiled
+    grammar's lazily filled tables (subtrees, blocks) grow with the grammar only.
     ``split_depth`` is how many top parser states the shared context-independent part of a mask
     is computed for.
     """

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blocks import Block, BlockTable
-from .cache import BoundedCache
+from .cache import BoundedCache, LruCache
 from .codes import DEAD, FALLBACK, NO_TERM
 
 
@@ -50,7 +50,7 @@ class LexerViews:
         self._rest0_known = np.zeros(256, dtype=bool)
         self._byte_has_rest0 = np.zeros(256, dtype=bool)  # some string starting with the byte is alive from start
         self._ignored_arr = self._subtrees.ignored  # index DEAD (-1): not ignored
-        self._views = BoundedCache(budget, max_entries)
+        self._views = LruCache(budget, max_entries)  # a view costs ~1 ms to build: let go of the least used
         self._tokens_by_byte = trie.tokens_by_first_byte(vocab_size)
         # the views others can start from: their keys and, per first byte, what decides its strings
         self._near_keys: list[int] = []

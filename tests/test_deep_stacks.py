@@ -20,7 +20,7 @@ import pytest
 from helpers import PAD_IDS, grammar_text
 
 import greatgramma as gg
-from greatgramma.cache import BoundedCache, held_bytes
+from greatgramma.cache import BoundedCache, LruCache, held_bytes
 from greatgramma.indenter import IndentedStack
 from greatgramma.stack import FRAME_BYTES, HELD_WALK, Frame, frames_bytes
 
@@ -299,6 +299,25 @@ def test_put_charges_a_key_once() -> None:
     for _ in range(20):
         assert cache.put("k", "second", 100) == "first"
     assert cache.nbytes == 100 and len(cache) == 1
+
+
+def test_lru_cache_lets_go_of_the_least_recently_used_one_at_a_time() -> None:
+    """Lexer views cost ~1 ms each to build: past the budget the least recently used goes, not all."""
+    cache = LruCache(budget=300)
+    for k in "abc":
+        cache.put(k, k.upper(), 100)
+    assert cache.get("a") == "A"  # now the most recently used
+    cache.put("d", "D", 100)
+    assert sorted(cache) == ["a", "c", "d"] and cache.nbytes == 300
+    cache.put("e", "E", 150)  # needs two to go: c, then a
+    assert sorted(cache) == ["d", "e"] and cache.nbytes == 250
+    assert cache.put("d", "other", 100) == "D" and cache.nbytes == 250  # a key already in: kept
+    small = LruCache(budget=10**6, max_entries=2)
+    for k in range(5):
+        small.put(k, k, 1)
+    assert sorted(small) == [3, 4]
+    small.clear()
+    assert not small and small.nbytes == 0 and small.put(9, 9, 1) == 9
 
 
 def test_stack_frames_are_charged_once_per_generation() -> None:
