@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["MaskWorkers"]
 
 MIN_BATCH = 4  # smaller batches are filled in the caller alone
-MIN_SECONDS = 1e-3  # so are batches whose masks are expected to take less (a round trip and the share a worker takes cost ~0.3-0.5 ms)
+MIN_SECONDS = 4e-3  # so are batches whose masks are expected to take less: below it the second process computes more than it saves (eval/batch_scaling.md)
 STEAL_WAIT = 1.0  # seconds the caller waits for the jobs' lock (held only for a few instructions)
 SPIN_SECONDS = 2e-3  # how long the caller watches the rows file for a worker's answer without a pause
 PIPE_SECONDS = 1e-3  # then it sleeps between looks (the shortest sleep, ~0.1 ms) and looks at the pipe, where a failure comes, this often
