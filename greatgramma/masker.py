@@ -284,7 +284,11 @@ class Masker:
         """Cache the words of (x, stack): stacks that decide the same status share its words, and
         stacks share frames, each charged once."""
         stack_bytes = self._stack_bytes
-        return self._masks.put_shared((x, stack), words, lambda held: held_bytes(held, words, words.nbytes) + stack_bytes(stack, held))
+
+        def charge(held: dict) -> int:
+            return held_bytes(held, words, words.nbytes) + stack_bytes(stack, held)
+
+        return self._masks.put_shared((x, stack), words, charge)
 
     def _status(self, x: int, stack: Stack) -> tuple:
         """All that the words from lexer state x depend on, as a hashable value: per first

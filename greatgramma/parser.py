@@ -301,5 +301,6 @@ class LalrParser:
     @staticmethod
     def stack_bytes(stack: Stack, held: dict | None = None) -> int:
         """What a cache entry keyed by ``stack`` is charged for it: the frames it keeps alive (all
-        of them; with ``held``, the cache's charged parts, those not charged yet: :func:`~greatgramma.stack.frames_bytes`)."""
+        of them; with ``held``, the cache's charged parts, those not charged yet:
+        :func:`~greatgramma.stack.frames_bytes`)."""
         return frames_bytes(stack, held) + 100

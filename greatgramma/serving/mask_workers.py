@@ -46,10 +46,12 @@ if TYPE_CHECKING:
 __all__ = ["MaskWorkers"]
 
 MIN_BATCH = 4  # smaller batches are filled in the caller alone
-MIN_SECONDS = 4e-3  # so are batches whose masks are expected to take less: below it the second process computes more than it saves (eval/batch_scaling.md)
+# so are batches whose masks are expected to take less: below it the second process computes
+# more than it saves (eval/batch_scaling.md)
+MIN_SECONDS = 4e-3
 STEAL_WAIT = 1.0  # seconds the caller waits for the jobs' lock (held only for a few instructions)
 SPIN_SECONDS = 2e-3  # how long the caller watches the rows file for a worker's answer without a pause
-PIPE_SECONDS = 1e-3  # then it sleeps between looks (the shortest sleep, ~0.1 ms) and looks at the pipe, where a failure comes, this often
+PIPE_SECONDS = 1e-3  # then it sleeps between looks, and this often looks at the pipe (where a failure comes)
 FRAMES_KEPT = 1 << 16  # parser stack frames a worker holds between steps, then both sides start over (about 16 MB each)
 
 
