@@ -87,23 +87,25 @@ class Simulation:
 
 
 def counting(names: dict[int, str], counts: dict[str, int]):
-    """Wraps BoundedCache's insertions so that each one into a cache of ``names`` is counted."""
+    """Wraps the caches' insertions (BoundedCache's, and LruCache's own ``put``: the lexer views)
+    so that each one into a cache of ``names`` is counted."""
     from greatgramma import cache
 
-    originals = {m: getattr(cache.BoundedCache, m) for m in ("put", "put_shared", "grew")}
+    originals = {(c, m): f for c in (cache.BoundedCache, cache.LruCache) for m, f in vars(c).items()
+                 if m in ("put", "put_shared", "grew")}  # fmt: skip
 
-    def wrap(method):
+    def wrap(original):
         def counted(self, *args):
             name = names.get(id(self))
             if name is not None:
                 counts[name] = counts.get(name, 0) + 1
-            return originals[method](self, *args)
+            return original(self, *args)
 
         return counted
 
-    for method in originals:
-        setattr(cache.BoundedCache, method, wrap(method))
-    return lambda: [setattr(cache.BoundedCache, m, f) for m, f in originals.items()]
+    for (c, m), f in originals.items():
+        setattr(c, m, wrap(f))
+    return lambda: [setattr(c, m, f) for (c, m), f in originals.items()]
 
 
 def main(argv: list[str] | None = None) -> None:

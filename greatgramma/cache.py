@@ -119,6 +119,15 @@ def held_bytes(held: dict[int, Any], part: Any, nbytes: int) -> int:
     return nbytes
 
 
+def stack_entry_charge(
+    part: Any, part_nbytes: int, stack: Any, stack_bytes: Callable[[Any, dict], int]
+) -> Callable[[dict], int]:
+    """The ``charge`` (:meth:`BoundedCache.put_shared`) of an entry keyed by ``stack`` that holds
+    ``part``: the part once, and the stack's frames not charged yet (``stack_bytes`` is the
+    parser's :meth:`~greatgramma.parser.LalrParser.stack_bytes`)."""
+    return lambda held: held_bytes(held, part, part_nbytes) + stack_bytes(stack, held)
+
+
 def per_object(factory: Callable[[K], V]) -> Callable[[K], V]:
     """``factory(obj)`` made once per live ``obj`` (held weakly, so it goes with ``obj``) and
     shared by every thread: one Masker per compiled grammar, one token index per vocabulary."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import native
-from .cache import BoundedCache, held_bytes
+from .cache import BoundedCache, stack_entry_charge
 from .codes import ANY_COLUMN, DEAD, NO_TERM
 from .compiled import CompiledGrammar
 from .errors import GreatGrammaError, TokenRejectedError
@@ -283,12 +283,7 @@ class Masker:
     def _put_mask(self, x: int, stack: Stack, words: np.ndarray) -> np.ndarray:
         """Cache the words of (x, stack): stacks that decide the same status share its words, and
         stacks share frames, each charged once."""
-        stack_bytes = self._stack_bytes
-
-        def charge(held: dict) -> int:
-            return held_bytes(held, words, words.nbytes) + stack_bytes(stack, held)
-
-        return self._masks.put_shared((x, stack), words, charge)
+        return self._masks.put_shared((x, stack), words, stack_entry_charge(words, words.nbytes, stack, self._stack_bytes))
 
     def _status(self, x: int, stack: Stack) -> tuple:
         """All that the words from lexer state x depend on, as a hashable value: per first

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cache import BoundedCache, held_bytes
+from .cache import BoundedCache, stack_entry_charge
 from .codes import DEPENDS, REJECTED
 from .sequences import SequenceTrie
 from .stack import Known
@@ -135,8 +135,8 @@ class ViableRows:
             ok[found[found < hung]] = True  # (rows hung meanwhile by another thread: not asked for)
         got = ok.tobytes()
         got = self._distinct_rows.put(got, got, len(got) + 96)
-        stack_bytes = self._stack_bytes  # many stacks give the same rows, and stacks share frames: each charged once
-        return self._rows.put_shared(key, got, lambda held: held_bytes(held, got, len(got)) + stack_bytes(stack, held))
+        # many stacks give the same rows, and stacks share frames: each charged once
+        return self._rows.put_shared(key, got, stack_entry_charge(got, len(got), stack, self._stack_bytes))
 
     def _collect(self, node: int, below, known: Known, hits: list[np.ndarray]) -> None:
         """Rows below ``node`` viable from the live stack ``below`` + ``known`` (as ``cut`` gives
