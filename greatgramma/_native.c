@@ -11,6 +11,7 @@
  * subsets:        a regex terminal's DFA from its NFA (lexer._terminal_dfa, plain NFAs).
  * product:        the lexer DFA as the product of the terminals' DFAs (lexer.build_lexer).
  * refine:         its minimization (Hopcroft's partition refinement).
+ * viable_rows:    the outcome rows viable from a parser stack (the context-dependent half of a mask).
  *
  * Arrays come as contiguous buffers of fixed item sizes (native.py converts them); the loops
  * release the GIL. */
@@ -1340,6 +1341,178 @@ static PyObject *gather_bits(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* viable_rows(action i32[S*W], W, goto i32[S*N], N, lhs i32[R], rlen i32[R], inserts u8[S or 0],
+ *             nl, semicolon, edge_ptr i64[nodes+1], edge_term i32[E], edge_child i32[E],
+ *             rows_ptr i64[E+1], rows i64, free_ptr i64[nodes+1], free_rows i64, stack i32[L],
+ *             partial, ok u8[hung]) -> 0, or 1 when a reduction pops below a partial stack
+ * Which outcome rows are viable from a parser stack (split.ViableRows.of): the prefix tree of the
+ * rows' terminal sequences walked depth first, each terminal fed on the LALR stack (reductions,
+ * then its shift); the rows on an edge are viable when its terminal is taken, the free rows of
+ * a node when it is reached. With a postlexer's semicolons (nl >= 0), ``nl`` is ``semicolon``
+ * where the top state inserts one, else nothing. ``stack``: bottom first, its top part only when
+ * ``partial`` (then 1 asks for the whole stack). Rows past ``ok`` are not asked for. */
+#define LR_ERROR (-1)
+#define LR_REDUCE (-2)
+
+typedef struct {
+    const int32_t *action, *go, *lhs, *rlen, *edge_term, *edge_child;
+    const uint8_t *inserts;
+    const int64_t *edge_ptr, *rows_ptr, *rows, *free_ptr, *free_rows;
+    int64_t width, ngoto, nstates, nrules, nl, semicolon, hung, partial, nodes, edges, rows_end, free_end;
+    uint8_t *ok;
+    int32_t *st, *above, *saved; /* the live stack, a feed's pushed states, what walks below overwrote */
+    int64_t cap, above_cap, saved_cap, saved_len;
+} RowWalk;
+
+enum { FEED_OK = 0, FEED_REJECTED = 1, FEED_MORE = 2, FEED_BAD = 3, FEED_NOMEM = 4 };
+
+static int grow_i32(int32_t **buf, int64_t *cap, int64_t need) {
+    if (need <= *cap) return 0;
+    int64_t n = *cap ? *cap : 64;
+    while (n < need) n *= 2;
+    int32_t *p = realloc(*buf, (size_t)n * sizeof(int32_t));
+    if (!p) return -1;
+    *buf = p, *cap = n;
+    return 0;
+}
+
+/* term fed on st[0:len]: the stack becomes st[0:*base] + above[0:*pushed]. */
+static int lr_feed(RowWalk *w, int64_t len, int64_t term, int64_t *base, int64_t *pushed) {
+    int64_t b = len - 1, na = 1;
+    int32_t top = w->st[len - 1];
+    if (top < 0 || top >= w->nstates) return FEED_BAD;
+    if (term == w->nl) {
+        if (!w->inserts[top]) {
+            *base = len, *pushed = 0;
+            return FEED_OK;
+        }
+        term = w->semicolon;
+    }
+    w->above[0] = top;
+    for (;;) {
+        top = w->above[na - 1];
+        if (top < 0 || top >= w->nstates) return FEED_BAD;
+        int32_t a = w->action[top * w->width + term];
+        if (a >= 0) {
+            if (grow_i32(&w->above, &w->above_cap, na + 1) < 0) return FEED_NOMEM;
+            w->above[na++] = a;
+            *base = b, *pushed = na;
+            return FEED_OK;
+        }
+        if (a == LR_ERROR) return FEED_REJECTED;
+        int64_t r = LR_REDUCE - a;
+        if (r >= w->nrules || w->rlen[r] < 0 || w->lhs[r] < 0 || w->lhs[r] >= w->ngoto) return FEED_BAD;
+        int64_t n = w->rlen[r];
+        if (n < na) {
+            na -= n;
+            top = w->above[na - 1];
+        } else {
+            b -= n - na;
+            na = 0;
+            if (b < 1) return w->partial ? FEED_MORE : FEED_BAD; /* the bottom state is never popped */
+            top = w->st[b - 1];
+        }
+        if (top < 0 || top >= w->nstates) return FEED_BAD;
+        int32_t g = w->go[top * w->ngoto + w->lhs[r]];
+        if (grow_i32(&w->above, &w->above_cap, na + 1) < 0) return FEED_NOMEM;
+        w->above[na++] = g;
+    }
+}
+
+/* rows[lo:hi] marked (the pointers checked against the arrays' ends as they are met). */
+static int mark_rows(RowWalk *w, const int64_t *rows, int64_t lo, int64_t hi, int64_t end) {
+    if (lo < 0 || lo > hi || hi > end) return FEED_BAD;
+    for (int64_t i = lo; i < hi; i++)
+        if (rows[i] >= 0 && rows[i] < w->hung) w->ok[rows[i]] = 1;
+    return FEED_OK;
+}
+
+/* The rows below trie node `node` viable from st[0:len]. */
+static int rows_below(RowWalk *w, int64_t node, int64_t len) {
+    if (mark_rows(w, w->free_rows, w->free_ptr[node], w->free_ptr[node + 1], w->free_end) != FEED_OK) return FEED_BAD;
+    int64_t first = w->edge_ptr[node], last = w->edge_ptr[node + 1];
+    if (first < 0 || first > last || last > w->edges) return FEED_BAD;
+    for (int64_t e = first; e < last; e++) {
+        int64_t base, pushed, term = w->edge_term[e];
+        if (term < 0 || term >= w->width) return FEED_BAD;
+        int rc = lr_feed(w, len, term, &base, &pushed);
+        if (rc == FEED_REJECTED) continue;
+        if (rc != FEED_OK) return rc;
+        if (mark_rows(w, w->rows, w->rows_ptr[e], w->rows_ptr[e + 1], w->rows_end) != FEED_OK) return FEED_BAD;
+        int64_t child = w->edge_child[e];
+        if (child < 0) continue;
+        if (child >= w->nodes) return FEED_BAD;
+        /* the child's stack in place: keep what it overwrites, put it back after */
+        int64_t keep = len - base, at = w->saved_len, now = base + pushed;
+        if (grow_i32(&w->saved, &w->saved_cap, at + keep) < 0 || grow_i32(&w->st, &w->cap, now) < 0) return FEED_NOMEM;
+        memcpy(w->saved + at, w->st + base, (size_t)keep * sizeof(int32_t));
+        w->saved_len = at + keep;
+        memcpy(w->st + base, w->above, (size_t)pushed * sizeof(int32_t));
+        rc = rows_below(w, child, now);
+        memcpy(w->st + base, w->saved + at, (size_t)keep * sizeof(int32_t));
+        w->saved_len = at;
+        if (rc != FEED_OK) return rc;
+    }
+    return FEED_OK;
+}
+
+static PyObject *viable_rows(PyObject *self, PyObject *args) {
+    enum { ACTION, GOTO, LHS, RLEN, INSERTS, EDGE_PTR, EDGE_TERM, EDGE_CHILD, ROWS_PTR, ROWS, FREE_PTR, FREE_ROWS,
+           STACK, OK, NARGS };
+    PyObject *o[NARGS];
+    long long width, ngoto, nl, semicolon;
+    int partial;
+    if (!PyArg_ParseTuple(args, "OLOLOOOLLOOOOOOOOpO:viable_rows", &o[ACTION], &width, &o[GOTO], &ngoto, &o[LHS],
+                          &o[RLEN], &o[INSERTS], &nl, &semicolon, &o[EDGE_PTR], &o[EDGE_TERM], &o[EDGE_CHILD],
+                          &o[ROWS_PTR], &o[ROWS], &o[FREE_PTR], &o[FREE_ROWS], &o[STACK], &partial, &o[OK]))
+        return NULL;
+    static const Py_ssize_t sizes[NARGS] = {4, 4, 4, 4, 1, 8, 4, 4, 8, 8, 8, 8, 4, 1};
+    static const char *names[NARGS] = {"action", "goto", "lhs", "rlen", "inserts", "edge_ptr", "edge_term",
+                                       "edge_child", "rows_ptr", "rows", "free_ptr", "free_rows", "stack", "ok"};
+    Buf b[NARGS];
+    if (take_all(o, b, NARGS, sizes, names, 1ull << OK) < 0) return NULL;
+    RowWalk w = {0};
+    w.action = b[ACTION].b.buf, w.go = b[GOTO].b.buf, w.lhs = b[LHS].b.buf, w.rlen = b[RLEN].b.buf;
+    w.inserts = b[INSERTS].b.buf, w.edge_ptr = b[EDGE_PTR].b.buf, w.edge_term = b[EDGE_TERM].b.buf;
+    w.edge_child = b[EDGE_CHILD].b.buf, w.rows_ptr = b[ROWS_PTR].b.buf, w.rows = b[ROWS].b.buf;
+    w.free_ptr = b[FREE_PTR].b.buf, w.free_rows = b[FREE_ROWS].b.buf, w.ok = b[OK].b.buf;
+    w.width = width, w.ngoto = ngoto, w.nl = nl, w.semicolon = semicolon, w.partial = partial, w.hung = LEN(b[OK]);
+    w.nstates = width > 0 ? LEN(b[ACTION]) / width : 0, w.nrules = LEN(b[RLEN]);
+    int64_t nodes = LEN(b[EDGE_PTR]) - 1, edges = LEN(b[EDGE_TERM]), len = LEN(b[STACK]);
+    w.nodes = nodes, w.edges = edges, w.rows_end = LEN(b[ROWS]), w.free_end = LEN(b[FREE_ROWS]);
+    const char *bad = NULL;
+    if (width <= 0 || ngoto <= 0 || LEN(b[ACTION]) != w.nstates * width || LEN(b[GOTO]) != w.nstates * ngoto ||
+        LEN(b[LHS]) != w.nrules)
+        bad = "the parse table's shapes disagree";
+    else if (nl >= 0 && (LEN(b[INSERTS]) != w.nstates || semicolon < 0 || semicolon >= width || nl >= width))
+        bad = "the semicolon inserter's states or terminals are out of range";
+    else if (nodes < 1 || LEN(b[FREE_PTR]) != nodes + 1 || LEN(b[EDGE_CHILD]) != edges || LEN(b[ROWS_PTR]) != edges + 1)
+        bad = "the trie's arrays disagree";
+    else if (len < 1)
+        bad = "an empty stack";
+    else if (w.edge_ptr[nodes] != edges || w.rows_ptr[edges] > LEN(b[ROWS]) || w.free_ptr[nodes] > LEN(b[FREE_ROWS]))
+        bad = "the trie's pointers pass its arrays";
+    if (bad) {
+        release(b, NARGS);
+        return PyErr_Format(PyExc_ValueError, "viable_rows: %s", bad);
+    }
+    int rc = FEED_OK;
+    Py_BEGIN_ALLOW_THREADS
+    if (grow_i32(&w.st, &w.cap, len + 64) < 0 || grow_i32(&w.above, &w.above_cap, 64) < 0)
+        rc = FEED_NOMEM;
+    else {
+        memcpy(w.st, b[STACK].b.buf, (size_t)len * sizeof(int32_t));
+        rc = rows_below(&w, 0, len);
+    }
+    Py_END_ALLOW_THREADS
+    free(w.st), free(w.above), free(w.saved);
+    release(b, NARGS);
+    if (rc == FEED_NOMEM) return PyErr_NoMemory();
+    if (rc == FEED_BAD)
+        return PyErr_Format(PyExc_ValueError, "viable_rows: a state, rule, goto or trie pointer out of its array's range");
+    return PyLong_FromLong(rc == FEED_MORE);
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Walk token-trie subtrees from DFA states (see greatgramma/native.py)."},
     {"walk_kept", walk_kept, METH_VARARGS, "Subtree walks as results, dead strings left out (see greatgramma/native.py)."},
@@ -1352,6 +1525,7 @@ static PyMethodDef methods[] = {
     {"product", product, METH_VARARGS, "The lexer DFA as a product of the terminals' DFAs (see greatgramma/native.py)."},
     {"subsets", subsets, METH_VARARGS, "Subset construction of a plain NFA over byte classes (see greatgramma/native.py)."},
     {"refine", refine, METH_VARARGS, "Partition refinement of a DFA's states (see greatgramma/native.py)."},
+    {"viable_rows", viable_rows, METH_VARARGS, "Outcome rows viable from a parser stack (see greatgramma/native.py)."},
     {"intern_rows", intern_rows, METH_VARARGS, "Suffix rows interned, shallowest first (see greatgramma/native.py)."},
     {NULL, NULL, 0, NULL},
 };

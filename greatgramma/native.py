@@ -1,7 +1,9 @@
 """The compiled loops (``_native.c``): token strings run through the lexer DFA byte by byte,
 which numpy can only do one trie level at a time (the subtree walks, the suffix rows' lexemes
 and their interning), and the regex terminals' subset construction and the lexer DFA's product
-construction and minimization, which Python does a state at a time.
+construction and minimization, which Python does a state at a time; and the walk of the outcome
+rows' prefix tree on a parser stack (the context-dependent half of every mask), which runs
+without the GIL, so that threads filling a batch's masks run side by side.
 
 The extension is optional: where it is not built (no C compiler at install time) or
 ``GG_NATIVE=0`` is set, :data:`ext` is None and the callers run their numpy loops, which give
@@ -225,3 +227,42 @@ def gather_bits(flags: np.ndarray, code: np.ndarray) -> np.ndarray:
     words = np.empty((len(code) + 31) // 32, dtype=np.uint32)
     ext.gather_bits(flags.view(np.uint8), code, words)
     return words
+
+
+class LrTables(NamedTuple):
+    """A parser's tables as ``viable_rows`` reads them: LALR actions (``width`` columns) and gotos
+    (``ngoto`` columns) flat, each rule's left side and length, and a semicolon inserter's
+    terminals (``nl`` -1: none) with, per state, whether it makes the newline a ``semicolon``."""
+
+    action: np.ndarray  # int32[S * width]
+    width: int
+    goto: np.ndarray  # int32[S * ngoto]
+    ngoto: int
+    lhs: np.ndarray  # int32[R]
+    rlen: np.ndarray  # int32[R]
+    inserts: np.ndarray  # uint8[S], or empty without an inserter
+    nl: int = -1
+    semicolon: int = -1
+
+
+class TrieArrays(NamedTuple):
+    """The outcome rows' prefix tree (``sequences.SequenceTrie``) flat: per node its edges
+    ``edge_ptr[n]:edge_ptr[n + 1]`` (terminal, child or -1, rows ``rows[rows_ptr[e]:rows_ptr[e + 1]]``)
+    and its free rows ``free_rows[free_ptr[n]:free_ptr[n + 1]]``."""
+
+    edge_ptr: np.ndarray  # int64[nodes + 1]
+    edge_term: np.ndarray  # int32[E]
+    edge_child: np.ndarray  # int32[E]
+    rows_ptr: np.ndarray  # int64[E + 1]
+    rows: np.ndarray  # int64
+    free_ptr: np.ndarray  # int64[nodes + 1]
+    free_rows: np.ndarray  # int64
+
+
+def viable_rows(tables: LrTables, trie: TrieArrays, stack: np.ndarray, partial: bool, ok: np.ndarray) -> bool:
+    """Mark in ``ok`` (uint8[rows asked for]) the outcome rows viable from the parser stack
+    ``stack`` (int32 states, bottom first): ``split.ViableRows.of``. With ``partial`` the stack
+    is only its top part; True means a reduction popped below it (call again with the whole)."""
+    t = tables
+    return bool(ext.viable_rows(t.action, t.width, t.goto, t.ngoto, t.lhs, t.rlen, t.inserts, t.nl, t.semicolon,
+                                *trie, stack, bool(partial), ok))

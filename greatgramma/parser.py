@@ -9,8 +9,11 @@ rule chains, outcomes per top segment); the table stays as compiled.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .cache import BoundedCache
 from .codes import DEPENDS, ERROR, REDUCE, REJECTED
+from .native import LrTables
 from .parse_table import ParseTable
 from .stack import MEMO_ENTRIES, SEGMENT, Frame, Known, Stack, frames_bytes
 
@@ -35,6 +38,15 @@ class LalrParser:
         self._segments = BoundedCache(SEGMENT_MEMO_BYTES)  # top segment -> term -> outcome
         self._root = Frame(table.start_state)  # shared by every initial stack
         self._width = table.action.shape[1]  # memo keys: state * width + terminal
+        self._native: LrTables | None = None
+
+    def native_tables(self) -> LrTables:
+        """The tables as the compiled walk of viable rows reads them (``native.viable_rows``)."""
+        if self._native is None:
+            t, i32 = self.table, lambda a: np.ascontiguousarray(a, dtype=np.int32)  # noqa: E731
+            self._native = LrTables(i32(t.action).ravel(), t.action.shape[1], i32(t.goto).ravel(), t.goto.shape[1],
+                                    i32(t.rule_lhs), i32(t.rule_len), np.zeros(0, dtype=np.uint8))
+        return self._native
 
     def initial_stack(self) -> Stack:
         return self._root

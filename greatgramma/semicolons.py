@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import GrammarError
+from .native import LrTables
 from .parser import LalrParser
 from .postlexer import Postlexer
 from .stack import Frame, Known
@@ -92,6 +93,11 @@ class SemicolonParser:
         self.num_states, self.end = table.num_states, table.end
         self.initial_stack, self.cut, self.join, self.recut = table.initial_stack, table.cut, table.join, table.recut
         self.cut_known, self.join_known, self.stack_bytes = table.cut_known, table.join_known, table.stack_bytes
+
+    def native_tables(self) -> LrTables:
+        """:meth:`LalrParser.native_tables`, with the newline and the states that insert a semicolon."""
+        inserts = np.array(self._inserts, dtype=np.uint8)
+        return self.table.native_tables()._replace(inserts=inserts, nl=self.nl, semicolon=self.semicolon)
 
     def feed(self, stack: Frame, term: int) -> Frame | None:
         if term != self.nl:

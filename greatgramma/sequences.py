@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 
+from .native import TrieArrays
 from .transducer import TokenTransducer
 
 
@@ -41,6 +42,7 @@ class SequenceTrie:
         self._index: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
         self.num_rows = 0
+        self._arrays: tuple[int, TrieArrays] | None = None
         self.sync()
 
     def sync(self) -> int:
@@ -64,6 +66,30 @@ class SequenceTrie:
                     n = self._parent[n]
             self.num_rows = max(self.num_rows, last)
         return self.num_rows
+
+    def arrays(self) -> tuple[int, TrieArrays]:
+        """The tree as flat arrays for the compiled walk (``native.viable_rows``), and the number
+        of rows hung in them; made again after more rows are hung."""
+        got = self._arrays
+        if got is not None and got[0] == self.num_rows:
+            return got
+        with self._lock:  # a snapshot: sync() changes nothing meanwhile
+            edges, free = self.edges[: len(self.term)], self.free[: len(self.term)]
+            flat = [e for es in edges for e in es]
+            rows = [r for _, _, r in flat if r is not None]
+            free_rows = [r for r in free if r is not None]
+            ptr = lambda counts: np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])  # noqa: E731
+            cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
+            got = self._arrays = (self.num_rows, TrieArrays(
+                ptr([len(es) for es in edges]),
+                np.array([t for t, _, _ in flat], dtype=np.int32),
+                np.array([c for _, c, _ in flat], dtype=np.int32),
+                ptr([0 if r is None else len(r) for _, _, r in flat]),
+                cat(rows),
+                ptr([0 if r is None else len(r) for r in free]),
+                cat(free_rows),
+            ))  # fmt: skip
+        return got
 
     def _node(self, n: int, terms, touched: set[int]) -> int:
         for t in terms:

@@ -9,11 +9,13 @@ import hashlib
 
 import numpy as np
 import pytest
-from helpers import BENCH, GRAMMARS
+from helpers import BENCH, GRAMMARS, program_paths
 
 import greatgramma as gg
 from greatgramma import lexer, native
 from greatgramma.codes import DEAD, END_LA
+from greatgramma.split import WALK_DEPTH
+from greatgramma.stack import SEGMENT
 from greatgramma.subtrees import SubtreeWalks
 from greatgramma.transducer import TokenTransducer
 
@@ -326,3 +328,64 @@ def test_utf8_positions_agree_on_random_dfas(monkeypatch) -> None:
             got.append(lexer.utf8_valid(delta))
         monkeypatch.setattr(native, "ext", compiled)
         assert np.array_equal(got[0], got[1]), states
+
+
+# right recursion: ")" after "c" reduces the whole chain of x, far below any stack's top segment
+_DEEP = 'start: item+\nitem: "(" x ")"\nx: "a" x | "b" ";" x | "c"\n%ignore " "\n'
+
+
+def _viable_rows_texts(name: str) -> tuple[gg.Grammar, list[str]]:
+    if name == "deep":
+        return gg.Grammar(_DEEP), ["(" + "a " * 30 + "c)(c)", "(" + "a b; " * 40 + "c)", "(b;a b;  a a c)(a c)"]
+    if name == "go":  # the shipped grammar with Go's semicolon inserter (the parser's newlines)
+        grammar = gg.Grammar.from_file(GRAMMARS / "go.lark", postlexer=gg.Semicolons.go())
+    else:
+        grammar = gg.Grammar.from_file(GRAMMARS / "json.lark")
+    return grammar, [p.read_text(encoding="utf-8")[:1500] for p in program_paths(name)[:2]]
+
+
+@pytest.mark.parametrize("name", ["json", "go", "deep"])
+def test_viable_rows_agree_with_the_split_walk(name: str, vocabularies, hf_tokenizers, monkeypatch) -> None:
+    """The compiled walk of the rows' prefix tree (``native.viable_rows``) finds the rows the split
+    walk (paper Alg. 5 in Python) finds, from every stack along texts and after each terminal the
+    parser takes there (the texts' first 1,500 characters). On the right-recursive grammar its
+    reductions pop below the stacks' top segments, then below their top ``WALK_DEPTH`` states,
+    where the split walk takes over."""
+    from greatgramma.tokenize import encode_exact
+
+    vocab = vocabularies("llama3")
+    grammar, texts = _viable_rows_texts(name)
+    masker = gg.Masker(gg.compile(grammar, vocab))
+    rows, parser, trie = masker._rows, masker.parser, masker.compiled.sequences
+    assert rows._tables is not None
+    asked: list[tuple[int, bool]] = []  # (states given, more asked for)
+    walk = native.viable_rows
+    monkeypatch.setattr(native, "viable_rows", lambda *args: asked.append((len(args[2]), walk(*args))) or asked[-1][1])
+    compared = 0
+    for text in texts:
+        state = masker.initial_state()
+        for t in encode_exact(hf_tokenizers("llama3"), text, vocab.token_bytes):
+            masker.mask(state)  # (builds the lexer view, which hangs the rows it needs)
+            hung = trie.sync()
+            stacks = [state.stack] + [parser.feed(state.stack, k) for k in range(parser.end)]
+            for stack in filter(None, stacks):
+                assert rows._walked(stack, hung) == rows._split_walked(stack, hung), (text, t)
+                compared += 1
+            state = masker.advance(state, t)
+    assert compared > 100 and len(asked) >= compared
+    if name == "deep":
+        assert {(SEGMENT, True), (WALK_DEPTH, False), (WALK_DEPTH, True)} <= set(asked)
+
+
+def test_viable_rows_refuses_what_is_out_of_range(vocabularies) -> None:
+    """A stack state or a trie pointer outside its table raises, not a read past an array."""
+    masker = gg.Masker(gg.compile(gg.Grammar(_DEEP), vocabularies("llama2")))
+    masker.mask(masker.initial_state())  # (hangs rows in the tree)
+    tables, (hung, trie) = masker._rows._tables, masker.compiled.sequences.arrays()
+    ok = np.zeros(hung, np.uint8)
+    with pytest.raises(ValueError, match="out of its array's range"):
+        native.viable_rows(tables, trie, np.array([0, 10**6], np.int32), False, ok)
+    with pytest.raises(ValueError, match="pass its arrays"):
+        native.viable_rows(tables, trie._replace(rows=trie.rows[:0]), np.array([0], np.int32), False, ok)
+    with pytest.raises(ValueError, match="empty stack"):
+        native.viable_rows(tables, trie, np.zeros(0, np.int32), False, ok)
