@@ -224,7 +224,7 @@ def fill_next_token_bitmasks(matchers: Sequence[Matcher | None], bitmask: Any, *
     ``bitmask`` is numpy or torch int32 ``(B, W)`` with ``B >= len(matchers)``; a torch tensor on
     an accelerator is filled with one host-to-device copy. ``workers``: a
     :class:`~greatgramma.serving.MaskWorkers` whose processes compute a share of the rows beside
-    the caller (threads would not: the masks are computed in Python, under the GIL).
+    the caller (threads would not: the masks are computed mostly in Python, under the GIL).
     """
     if workers is not None:
         workers.fill(matchers, bitmask)

@@ -1,7 +1,8 @@
 """MaskWorkers: a batch's masks computed in worker processes beside the caller.
 
-A mask is computed in pure Python, which holds the GIL: threads run masks one at a time (two
-threads measured slower than one, eval/batch_scaling.md), processes run them in parallel. Each
+A mask is computed mostly in Python, which holds the GIL (the viable rows' walk and the words'
+packing release it, about a third of a step): threads measured slower than one
+(eval/batch_scaling.md), processes run masks in parallel. Each
 worker holds its own copy of every compiled grammar it is given (the artifact, saved once per
 grammar and loaded with the worker's copy of the vocabulary, so the token trie is built once per
 worker) and its own caches. Rows whose masks the caller's masker holds (most rows of a warm
