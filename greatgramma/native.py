@@ -2,8 +2,8 @@
 which numpy can only do one trie level at a time (the subtree walks, the suffix rows' lexemes
 and their interning), and the regex terminals' subset construction and the lexer DFA's product
 construction and minimization, which Python does a state at a time; and the walk of the outcome
-rows' prefix tree on a parser stack (the context-dependent half of every mask), which runs
-without the GIL, so that threads filling a batch's masks run side by side.
+rows' prefix tree on a parser stack (the context-dependent half of every mask), which Python
+did with cached splits at ~5x the cost. Every loop releases the GIL.
 
 The extension is optional: where it is not built (no C compiler at install time) or
 ``GG_NATIVE=0`` is set, :data:`ext` is None and the callers run their numpy loops, which give

@@ -23,13 +23,13 @@ from .codes import DEPENDS, REJECTED
 from .sequences import SequenceTrie
 from .stack import Known
 
+WALK_DEPTH = 64  # top states the compiled walk is given where the top segment is not enough
+
 # Paper section 3.3 for one stack top p, as ``(accepted, frontier, open_checks)``: the row ids viable
 # whatever lies below p (an array); (node, known stack at its parent) whose terminal reduces below
 # p; and (known stack, ((terminal, rows), ...)) to feed live. A plain tuple of tuples, ints and
 # arrays, so that the collector stops tracking it after its first look: thousands are cached,
 # and as objects with lists they made each full collection of a serving process longer.
-WALK_DEPTH = 64  # top states the compiled walk is given where the top segment is not enough
-
 Checks = tuple[tuple[Known, tuple[tuple[int, np.ndarray], ...]], ...]
 Split = tuple[np.ndarray, tuple[tuple[int, Known], ...], Checks]
 
@@ -39,9 +39,9 @@ class ViableRows:
 
     ``parser`` is the masker's stack machine (:class:`~greatgramma.parser.LalrParser` or a
     postlexer's; the compiled walk where it has ``native_tables``); ``split_depth`` how many top
-    states the shared split is computed for. The
-    caches share ``budget`` bytes: viable rows by stack 1/3, known-segment feeds 1/3, splits
-    1/6, distinct rows 1/6 (``max_entries`` bounds their entries).
+    states the shared split is computed for. The caches share ``budget`` bytes: viable rows by
+    stack 1/3, known-segment feeds 1/3, splits 1/6, distinct rows 1/6 (``max_entries`` bounds
+    their entries).
     """
 
     def __init__(self, trie: SequenceTrie, parser, split_depth: int, budget: int, max_entries: int):
