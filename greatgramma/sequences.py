@@ -42,7 +42,7 @@ class SequenceTrie:
         self._index: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
         self.num_rows = 0
-        self._arrays: tuple[int, TrieArrays] | None = None
+        self._arrays: tuple[int, TrieArrays] | None = None  # (rows hung in them, the arrays)
         self.sync()
 
     def sync(self) -> int:
@@ -67,12 +67,12 @@ class SequenceTrie:
             self.num_rows = max(self.num_rows, last)
         return self.num_rows
 
-    def arrays(self) -> tuple[int, TrieArrays]:
-        """The tree as flat arrays for the compiled walk (``native.viable_rows``), and the number
-        of rows hung in them; made again after more rows are hung."""
+    def arrays(self) -> TrieArrays:
+        """The tree as flat arrays for the compiled walk (``native.viable_rows``), with every row
+        hung so far; made again after more rows are hung."""
         got = self._arrays
         if got is not None and got[0] == self.num_rows:
-            return got
+            return got[1]
         with self._lock:  # a snapshot: sync() changes nothing meanwhile
             edges, free = self.edges[: len(self.term)], self.free[: len(self.term)]
             flat = [e for es in edges for e in es]
@@ -89,7 +89,7 @@ class SequenceTrie:
                 ptr([0 if r is None else len(r) for r in free]),
                 cat(free_rows),
             ))  # fmt: skip
-        return got
+        return got[1]
 
     def _node(self, n: int, terms, touched: set[int]) -> int:
         for t in terms:

@@ -161,7 +161,7 @@ class ViableRows:
         segment, where a reduction pops below it on the top ``WALK_DEPTH`` states, and where one
         pops deeper still by the split walk, whose frames remember deep reductions (a step costs
         the same at any depth)."""
-        _, arrays = self._trie.arrays()  # (holds every row hung so far, maybe more: not asked for)
+        arrays = self._trie.arrays()  # (every row hung so far, maybe more: not asked for)
         ok = np.zeros(hung, dtype=np.uint8)
         top = stack.segment
         if not native.viable_rows(self._tables, arrays, np.array(top, dtype=np.int32), stack.depth > len(top), ok):

@@ -381,7 +381,8 @@ def test_viable_rows_refuses_what_is_out_of_range(vocabularies) -> None:
     """A stack state or a trie pointer outside its table raises, not a read past an array."""
     masker = gg.Masker(gg.compile(gg.Grammar(_DEEP), vocabularies("llama2")))
     masker.mask(masker.initial_state())  # (hangs rows in the tree)
-    tables, (hung, trie) = masker._rows._tables, masker.compiled.sequences.arrays()
+    sequences = masker.compiled.sequences
+    tables, hung, trie = masker._rows._tables, sequences.sync(), sequences.arrays()
     ok = np.zeros(hung, np.uint8)
     with pytest.raises(ValueError, match="out of its array's range"):
         native.viable_rows(tables, trie, np.array([0, 10**6], np.int32), False, ok)

@@ -2,20 +2,19 @@
 
 A mask is computed mostly in Python, which holds the GIL (the viable rows' walk and the words'
 packing release it, about a third of a step): threads measured slower than one
-(eval/batch_scaling.md), processes run masks in parallel. Each
-worker holds its own copy of every compiled grammar it is given (the artifact, saved once per
-grammar and loaded with the worker's copy of the vocabulary, so the token trie is built once per
-worker) and its own caches. Rows whose masks the caller's masker holds (most rows of a warm
-batch: a copy each) are filled in the caller; a fill sends each worker the states of the other
-rows (small values: a lexer state, by its key where it is an extended state, which each process
-numbers as it meets them, and the parser stack's frames that the worker does not hold yet: a
-stack goes as the number of its deepest frame sent before and the states pushed since, usually
-one or two) and the worker writes the masks into a file in shared memory that the caller reads,
-and keeps in its masker, so that the next steps find them there; the caller computes rows itself
-meanwhile. Row ``i`` is dealt to the same process every step, so the caches a worker warms are
-the ones its rows need next; each worker's list ends with a part of the caller's rows, and the
-caller takes jobs from the lists' ends while the workers take them from the front, so whoever is
-free takes the next.
+(eval/batch_scaling.md), processes run masks in parallel. Each worker holds its own copy of
+every compiled grammar it is given (the artifact, saved once per grammar and loaded with the
+worker's copy of the vocabulary, so the token trie is built once per worker) and its own caches.
+Rows whose masks the caller's masker holds (most rows of a warm batch: a copy each) are filled
+in the caller; a fill sends each worker the states of the other rows (small values: a lexer
+state, by its key where it is an extended state, which each process numbers as it meets them,
+and the parser stack's frames that the worker does not hold yet: a stack goes as the number of
+its deepest frame sent before and the states pushed since, usually one or two) and the worker
+writes the masks into a file in shared memory that the caller reads, and keeps in its masker, so
+that the next steps find them there; the caller computes rows itself meanwhile. Row ``i`` is
+dealt to the same process every step, so the caches a worker warms are the ones its rows need
+next; each worker's list ends with a part of the caller's rows, and the caller takes jobs from
+the lists' ends while the workers take them from the front, so whoever is free takes the next.
 """
 
 from __future__ import annotations
