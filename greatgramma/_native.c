@@ -1342,15 +1342,22 @@ static PyObject *gather_bits(PyObject *self, PyObject *args) {
 }
 
 /* viable_rows(action i32[S*W], W, goto i32[S*N], N, lhs i32[R], rlen i32[R], inserts u8[S or 0],
- *             nl, semicolon, edge_ptr i64[nodes+1], edge_term i32[E], edge_child i32[E],
- *             rows_ptr i64[E+1], rows i64, free_ptr i64[nodes+1], free_rows i64, stack i32[L],
- *             partial, ok u8[hung]) -> 0, or 1 when a reduction pops below a partial stack
+ *             nl, semicolon, kinds u8[T or 0], ind_nl, indent, dedent, first_column,
+ *             edge_ptr i64[nodes+1], edge_term i32[E], edge_child i32[E], rows_ptr i64[E+1], rows i64,
+ *             free_ptr i64[nodes+1], free_rows i64, stack i32[L], partial, ok u8[hung], brackets,
+ *             levels i32[K]) -> 0, or 1 when a reduction pops below a partial stack
  * Which outcome rows are viable from a parser stack (split.ViableRows.of): the prefix tree of the
  * rows' terminal sequences walked depth first, each terminal fed on the LALR stack (reductions,
  * then its shift); the rows on an edge are viable when its terminal is taken, the free rows of
  * a node when it is reached. With a postlexer's semicolons (nl >= 0), ``nl`` is ``semicolon``
- * where the top state inserts one, else nothing. ``stack``: bottom first, its top part only when
- * ``partial`` (then 1 asks for the whole stack). Rows past ``ok`` are not asked for. */
+ * where the top state inserts one, else nothing. With an indenter (``kinds``: per lexer terminal
+ * 0 plain, 1 an open bracket, 2 a close, 3 a newline at column ``t - first_column``, 4 one past the
+ * columns told apart) the stack also holds the bracket depth and the indentation levels, and a
+ * newline outside brackets is ``ind_nl`` then an ``indent`` or ``dedent``s (indenter.py's
+ * IndentedParser.feed; ANY_COLUMN, a newline at some column, leaves the stack as it is where a
+ * newline fits); those stacks are copied per node (a few dozen states) instead of restored.
+ * ``stack``: bottom first, its top part only when ``partial`` (then 1 asks for the whole stack).
+ * Rows past ``ok`` are not asked for. */
 #define LR_ERROR (-1)
 #define LR_REDUCE (-2)
 
@@ -1362,7 +1369,20 @@ typedef struct {
     uint8_t *ok;
     int32_t *st, *above, *saved; /* the live stack, a feed's pushed states, what walks below overwrote */
     int64_t cap, above_cap, saved_cap, saved_len;
+    /* the indenter's: terminal kinds, its terminals, and the copied stacks and levels (arena: LR states) */
+    const uint8_t *kinds;
+    int64_t nkinds, ind_nl, indent, dedent, first_column;
+    int32_t *arena, *lev;
+    int64_t arena_cap, lev_cap, arena_top, lev_top;
 } RowWalk;
+
+enum { KIND_PLAIN = 0, KIND_OPEN = 1, KIND_CLOSE = 2, KIND_COLUMN = 3, KIND_BAD_COLUMN = 4, KIND_ANY_COLUMN = 5, KIND_BAD };
+#define ANY_COLUMN (-10) /* codes.py: the indenter's "a newline at some column", a terminal of the rows */
+
+/* An indented stack: its LR states at arena[st:st+len], its levels at lev[lev:lev+nlev]. */
+typedef struct {
+    int64_t st, len, lev, nlev, brackets;
+} IndStack;
 
 enum { FEED_OK = 0, FEED_REJECTED = 1, FEED_MORE = 2, FEED_BAD = 3, FEED_NOMEM = 4 };
 
@@ -1456,19 +1476,95 @@ static int rows_below(RowWalk *w, int64_t node, int64_t len) {
     return FEED_OK;
 }
 
+/* One LR feed of ``term`` on the indented stack ``s``, which lies at the arena's top: in place. */
+static int ind_lr(RowWalk *w, IndStack *s, int64_t term) {
+    int64_t base, pushed;
+    if (term < 0 || term >= w->width) return FEED_BAD;
+    w->st = w->arena + s->st;
+    int rc = lr_feed(w, s->len, term, &base, &pushed);
+    if (rc != FEED_OK) return rc;
+    if (grow_i32(&w->arena, &w->arena_cap, s->st + base + pushed) < 0) return FEED_NOMEM;
+    memcpy(w->arena + s->st + base, w->above, (size_t)pushed * sizeof(int32_t));
+    s->len = base + pushed;
+    return FEED_OK;
+}
+
+/* ``out``: a copy of ``in`` at the arena's top, with lexer terminal ``term`` fed as the indenter does. */
+static int ind_feed(RowWalk *w, const IndStack *in, int64_t term, IndStack *out) {
+    int kind = term == ANY_COLUMN ? KIND_ANY_COLUMN : term < 0 || term >= w->nkinds ? KIND_BAD : w->kinds[term];
+    if (kind > KIND_ANY_COLUMN) return FEED_BAD;
+    *out = (IndStack){w->arena_top, in->len, w->lev_top, in->nlev, in->brackets};
+    /* room for the copy, a level more, and the feeds' pushes (grown again as they need) */
+    if (grow_i32(&w->arena, &w->arena_cap, out->st + in->len + 64) < 0 ||
+        grow_i32(&w->lev, &w->lev_cap, out->lev + in->nlev + 1) < 0)
+        return FEED_NOMEM;
+    memcpy(w->arena + out->st, w->arena + in->st, (size_t)in->len * sizeof(int32_t));
+    memcpy(w->lev + out->lev, w->lev + in->lev, (size_t)in->nlev * sizeof(int32_t));
+    int rc = FEED_OK;
+    if (kind == KIND_PLAIN)
+        rc = ind_lr(w, out, term);
+    else if (kind == KIND_ANY_COLUMN) { /* the stack as it is, where a newline at some column fits */
+        int64_t base, pushed;
+        w->st = w->arena + out->st;
+        if (out->brackets == 0) rc = lr_feed(w, out->len, w->ind_nl, &base, &pushed);
+    }
+    else if (kind == KIND_OPEN || kind == KIND_CLOSE) {
+        if (kind == KIND_CLOSE && out->brackets == 0) return FEED_REJECTED;
+        out->brackets += kind == KIND_OPEN ? 1 : -1;
+        rc = ind_lr(w, out, term);
+    } else if (out->brackets == 0) { /* a newline inside brackets is dropped */
+        if (kind == KIND_BAD_COLUMN) return FEED_REJECTED;
+        int32_t column = (int32_t)(term - w->first_column), *levels = w->lev + out->lev;
+        rc = ind_lr(w, out, w->ind_nl);
+        if (rc == FEED_OK && column > levels[out->nlev - 1]) {
+            levels[out->nlev++] = column;
+            rc = ind_lr(w, out, w->indent);
+        } else {
+            while (rc == FEED_OK && out->nlev > 1 && column < levels[out->nlev - 1]) {
+                out->nlev--;
+                rc = ind_lr(w, out, w->dedent);
+            }
+            if (rc == FEED_OK && column != levels[out->nlev - 1]) rc = FEED_REJECTED;
+        }
+    }
+    w->arena_top = out->st + out->len, w->lev_top = out->lev + out->nlev;
+    return rc;
+}
+
+/* rows_below for an indented stack: each child's stack is a copy, dropped after its walk. */
+static int rows_below_ind(RowWalk *w, int64_t node, const IndStack *s) {
+    if (mark_rows(w, w->free_rows, w->free_ptr[node], w->free_ptr[node + 1], w->free_end) != FEED_OK) return FEED_BAD;
+    int64_t first = w->edge_ptr[node], last = w->edge_ptr[node + 1];
+    if (first < 0 || first > last || last > w->edges) return FEED_BAD;
+    for (int64_t e = first; e < last; e++) {
+        int64_t arena_top = w->arena_top, lev_top = w->lev_top;
+        IndStack out;
+        int rc = ind_feed(w, s, w->edge_term[e], &out);
+        if (rc == FEED_OK && mark_rows(w, w->rows, w->rows_ptr[e], w->rows_ptr[e + 1], w->rows_end) != FEED_OK)
+            rc = FEED_BAD;
+        int64_t child = w->edge_child[e];
+        if (rc == FEED_OK && child >= 0) rc = child < w->nodes ? rows_below_ind(w, child, &out) : FEED_BAD;
+        w->arena_top = arena_top, w->lev_top = lev_top;
+        if (rc != FEED_OK && rc != FEED_REJECTED) return rc;
+    }
+    return FEED_OK;
+}
+
 static PyObject *viable_rows(PyObject *self, PyObject *args) {
-    enum { ACTION, GOTO, LHS, RLEN, INSERTS, EDGE_PTR, EDGE_TERM, EDGE_CHILD, ROWS_PTR, ROWS, FREE_PTR, FREE_ROWS,
-           STACK, OK, NARGS };
+    enum { ACTION, GOTO, LHS, RLEN, INSERTS, KINDS, EDGE_PTR, EDGE_TERM, EDGE_CHILD, ROWS_PTR, ROWS, FREE_PTR,
+           FREE_ROWS, STACK, OK, LEVELS, NARGS };
     PyObject *o[NARGS];
-    long long width, ngoto, nl, semicolon;
+    long long width, ngoto, nl, semicolon, ind_nl, indent, dedent, first_column, brackets;
     int partial;
-    if (!PyArg_ParseTuple(args, "OLOLOOOLLOOOOOOOOpO:viable_rows", &o[ACTION], &width, &o[GOTO], &ngoto, &o[LHS],
-                          &o[RLEN], &o[INSERTS], &nl, &semicolon, &o[EDGE_PTR], &o[EDGE_TERM], &o[EDGE_CHILD],
-                          &o[ROWS_PTR], &o[ROWS], &o[FREE_PTR], &o[FREE_ROWS], &o[STACK], &partial, &o[OK]))
+    if (!PyArg_ParseTuple(args, "OLOLOOOLLOLLLLOOOOOOOOpOLO:viable_rows", &o[ACTION], &width, &o[GOTO], &ngoto,
+                          &o[LHS], &o[RLEN], &o[INSERTS], &nl, &semicolon, &o[KINDS], &ind_nl, &indent, &dedent,
+                          &first_column, &o[EDGE_PTR], &o[EDGE_TERM], &o[EDGE_CHILD], &o[ROWS_PTR], &o[ROWS],
+                          &o[FREE_PTR], &o[FREE_ROWS], &o[STACK], &partial, &o[OK], &brackets, &o[LEVELS]))
         return NULL;
-    static const Py_ssize_t sizes[NARGS] = {4, 4, 4, 4, 1, 8, 4, 4, 8, 8, 8, 8, 4, 1};
-    static const char *names[NARGS] = {"action", "goto", "lhs", "rlen", "inserts", "edge_ptr", "edge_term",
-                                       "edge_child", "rows_ptr", "rows", "free_ptr", "free_rows", "stack", "ok"};
+    static const Py_ssize_t sizes[NARGS] = {4, 4, 4, 4, 1, 1, 8, 4, 4, 8, 8, 8, 8, 4, 1, 4};
+    static const char *names[NARGS] = {"action",   "goto", "lhs",      "rlen",      "inserts", "kinds",
+                                       "edge_ptr", "edge_term", "edge_child", "rows_ptr", "rows", "free_ptr",
+                                       "free_rows", "stack", "ok", "levels"};
     Buf b[NARGS];
     if (take_all(o, b, NARGS, sizes, names, 1ull << OK) < 0) return NULL;
     RowWalk w = {0};
@@ -1488,6 +1584,9 @@ static PyObject *viable_rows(PyObject *self, PyObject *args) {
         bad = "the semicolon inserter's states or terminals are out of range";
     else if (nodes < 1 || LEN(b[FREE_PTR]) != nodes + 1 || LEN(b[EDGE_CHILD]) != edges || LEN(b[ROWS_PTR]) != edges + 1)
         bad = "the trie's arrays disagree";
+    else if (LEN(b[KINDS]) && (nl >= 0 || ind_nl < 0 || ind_nl >= width || indent < 0 || indent >= width ||
+                               dedent < 0 || dedent >= width || first_column < 0 || brackets < 0 || LEN(b[LEVELS]) < 1))
+        bad = "the indenter's terminals, bracket depth or levels are out of range";
     else if (len < 1)
         bad = "an empty stack";
     else if (w.edge_ptr[nodes] != edges || w.rows_ptr[edges] > LEN(b[ROWS]) || w.free_ptr[nodes] > LEN(b[FREE_ROWS]))
@@ -1496,16 +1595,32 @@ static PyObject *viable_rows(PyObject *self, PyObject *args) {
         release(b, NARGS);
         return PyErr_Format(PyExc_ValueError, "viable_rows: %s", bad);
     }
+    w.kinds = b[KINDS].b.buf, w.nkinds = LEN(b[KINDS]);
+    w.ind_nl = ind_nl, w.indent = indent, w.dedent = dedent, w.first_column = first_column;
+    int64_t nlev = LEN(b[LEVELS]);
     int rc = FEED_OK;
     Py_BEGIN_ALLOW_THREADS
-    if (grow_i32(&w.st, &w.cap, len + 64) < 0 || grow_i32(&w.above, &w.above_cap, 64) < 0)
+    if (grow_i32(&w.above, &w.above_cap, 64) < 0)
+        rc = FEED_NOMEM;
+    else if (w.nkinds) { /* (w.st then points into the arena) */
+        IndStack s = {0, len, 0, nlev, brackets};
+        if (grow_i32(&w.arena, &w.arena_cap, 4 * len + 256) < 0 || grow_i32(&w.lev, &w.lev_cap, 4 * nlev + 16) < 0)
+            rc = FEED_NOMEM;
+        else {
+            memcpy(w.arena, b[STACK].b.buf, (size_t)len * sizeof(int32_t));
+            memcpy(w.lev, b[LEVELS].b.buf, (size_t)nlev * sizeof(int32_t));
+            w.arena_top = len, w.lev_top = nlev;
+            rc = rows_below_ind(&w, 0, &s);
+        }
+    } else if (grow_i32(&w.st, &w.cap, len + 64) < 0)
         rc = FEED_NOMEM;
     else {
         memcpy(w.st, b[STACK].b.buf, (size_t)len * sizeof(int32_t));
         rc = rows_below(&w, 0, len);
     }
     Py_END_ALLOW_THREADS
-    free(w.st), free(w.above), free(w.saved);
+    if (w.nkinds) w.st = NULL;
+    free(w.st), free(w.above), free(w.saved), free(w.arena), free(w.lev);
     release(b, NARGS);
     if (rc == FEED_NOMEM) return PyErr_NoMemory();
     if (rc == FEED_BAD)

@@ -19,6 +19,7 @@ import numpy as np
 from .codes import ANY_COLUMN, DEAD, DEPENDS, REJECTED
 from .errors import GrammarError
 from .lexer import LexerDFA, TerminalSpec, minimize_classes, risky_states
+from .native import INDENTER_KINDS, LrTables
 from .parser import LalrParser
 from .postlexer import Postlexer
 from .stack import Frame, Known, frames_bytes
@@ -290,6 +291,17 @@ class IndentedParser:
 
     def initial_stack(self) -> IndentedStack:
         return self._initial
+
+    def native_tables(self) -> LrTables:
+        """:meth:`LalrParser.native_tables`, with each lexer terminal's kind and what a newline becomes."""
+        kinds = np.zeros(self.bad_column + 1, dtype=np.uint8)
+        kinds[list(self.opens)] = INDENTER_KINDS["open"]
+        kinds[list(self.closes)] = INDENTER_KINDS["close"]
+        kinds[self.first_column : self.bad_column] = INDENTER_KINDS["column"]
+        kinds[self.bad_column] = INDENTER_KINDS["bad_column"]
+        return self.table.native_tables()._replace(
+            kinds=kinds, ind_nl=self.nl, indent=self.indent, dedent=self.dedent, first_column=self.first_column
+        )
 
     def _bracket(self, depth: int, term: int) -> int | None:
         """Bracket depth after an open or close bracket; None for a close with none open."""

@@ -231,8 +231,10 @@ def gather_bits(flags: np.ndarray, code: np.ndarray) -> np.ndarray:
 
 class LrTables(NamedTuple):
     """A parser's tables as ``viable_rows`` reads them: LALR actions (``width`` columns) and gotos
-    (``ngoto`` columns) flat, each rule's left side and length, and a semicolon inserter's
-    terminals (``nl`` -1: none) with, per state, whether it makes the newline a ``semicolon``."""
+    (``ngoto`` columns) flat, each rule's left side and length; a semicolon inserter's terminals
+    (``nl`` -1: none) with, per state, whether it makes the newline a ``semicolon``; an
+    indenter's kind of each lexer terminal (``INDENTER_KINDS``; empty: none) and the LALR
+    terminals a newline outside brackets becomes."""
 
     action: np.ndarray  # int32[S * width]
     width: int
@@ -243,6 +245,16 @@ class LrTables(NamedTuple):
     inserts: np.ndarray  # uint8[S], or empty without an inserter
     nl: int = -1
     semicolon: int = -1
+    kinds: np.ndarray = np.zeros(0, dtype=np.uint8)  # uint8[lexer terminals], or empty without an indenter
+    ind_nl: int = -1
+    indent: int = -1
+    dedent: int = -1
+    first_column: int = -1  # the lexer terminal of a newline at column 0 (column c: first_column + c)
+
+
+# an indenter's lexer terminals, as LrTables.kinds gives them
+INDENTER_KINDS = {"plain": 0, "open": 1, "close": 2, "column": 3, "bad_column": 4}
+_NO_LEVELS = np.zeros(0, dtype=np.int32)
 
 
 class TrieArrays(NamedTuple):
@@ -259,10 +271,13 @@ class TrieArrays(NamedTuple):
     free_rows: np.ndarray  # int64
 
 
-def viable_rows(tables: LrTables, trie: TrieArrays, stack: np.ndarray, partial: bool, ok: np.ndarray) -> bool:
+def viable_rows(tables: LrTables, trie: TrieArrays, stack: np.ndarray, partial: bool, ok: np.ndarray,
+                brackets: int = 0, levels: np.ndarray = _NO_LEVELS) -> bool:  # fmt: skip
     """Mark in ``ok`` (uint8[rows asked for]) the outcome rows viable from the parser stack
     ``stack`` (int32 states, bottom first): ``split.ViableRows.of``. With ``partial`` the stack
-    is only its top part; True means a reduction popped below it (call again with the whole)."""
+    is only its top part; True means a reduction popped below it (call again with the whole).
+    With an indenter's tables, ``brackets`` and ``levels`` (int32) are the rest of the stack."""
     t = tables
     return bool(ext.viable_rows(t.action, t.width, t.goto, t.ngoto, t.lhs, t.rlen, t.inserts, t.nl, t.semicolon,
-                                *trie, stack, bool(partial), ok))
+                                t.kinds, t.ind_nl, t.indent, t.dedent, t.first_column,
+                                *trie, stack, bool(partial), ok, brackets, levels))

@@ -51,7 +51,8 @@ class LalrParser:
     def initial_stack(self) -> Stack:
         return self._root
 
-    def cut(self, stack: Stack, depth: int) -> tuple[Stack | None, Known]:
+    @staticmethod
+    def cut(stack: Stack, depth: int) -> tuple[Stack | None, Known]:
         """(below, known): the frame under the top ``depth`` states (None if there is none) and
         those states (see :meth:`feed_known`)."""
         states, f = [], stack

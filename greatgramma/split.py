@@ -20,8 +20,9 @@ import numpy as np
 from . import native
 from .cache import BoundedCache, stack_entry_charge
 from .codes import DEPENDS, REJECTED
+from .parser import LalrParser
 from .sequences import SequenceTrie
-from .stack import Known
+from .stack import Frame, Known
 
 WALK_DEPTH = 64  # top states the compiled walk is given where the top segment is not enough
 
@@ -56,7 +57,7 @@ class ViableRows:
         self._known = BoundedCache(2 * share, 4 * max_entries)  # known segment -> terminal -> feed_known
         self._splits = BoundedCache(share, 64 * max_entries)  # (node, known top) -> Split
         self._distinct_rows = BoundedCache(share, max_entries)  # equal rows share one object
-        tables = getattr(parser, "native_tables", None)  # the LALR parser's and the semicolon inserter's
+        tables = getattr(parser, "native_tables", None)  # the LALR parser's and the postlexers' parsers'
         self._tables = tables() if tables is not None and native.ext is not None else None
 
     def caches(self) -> dict[str, BoundedCache]:
@@ -163,12 +164,15 @@ class ViableRows:
         the same at any depth)."""
         arrays = self._trie.arrays()  # (every row hung so far, maybe more: not asked for)
         ok = np.zeros(hung, dtype=np.uint8)
-        top = stack.segment
-        if not native.viable_rows(self._tables, arrays, np.array(top, dtype=np.int32), stack.depth > len(top), ok):
+        frames, rest = stack, ()  # an indenter's stack: its LALR frames, bracket depth and levels
+        if type(stack) is not Frame:
+            frames, rest = stack.lalr, (stack.brackets, np.array(stack.levels, dtype=np.int32))
+        top = frames.segment
+        if not native.viable_rows(self._tables, arrays, np.array(top, dtype=np.int32), frames.depth > len(top), ok, *rest):
             return ok.tobytes()
         ok[:] = 0
-        below, top = self._cut(stack, WALK_DEPTH)
-        if not native.viable_rows(self._tables, arrays, np.array(top, dtype=np.int32), below is not None, ok):
+        below, top = LalrParser.cut(frames, WALK_DEPTH)
+        if not native.viable_rows(self._tables, arrays, np.array(top, dtype=np.int32), below is not None, ok, *rest):
             return ok.tobytes()
         return self._split_walked(stack, hung)
 

@@ -339,18 +339,25 @@ def _viable_rows_texts(name: str) -> tuple[gg.Grammar, list[str]]:
         return gg.Grammar(_DEEP), ["(" + "a " * 30 + "c)(c)", "(" + "a b; " * 40 + "c)", "(b;a b;  a a c)(a c)"]
     if name == "go":  # the shipped grammar with Go's semicolon inserter (the parser's newlines)
         grammar = gg.Grammar.from_file(GRAMMARS / "go.lark", postlexer=gg.Semicolons.go())
+    elif name == "python":  # the indenter: brackets, newlines by column, indents and dedents
+        grammar = gg.Grammar.from_file(GRAMMARS / "python.lark", indenter=gg.Indenter.python())
+        return grammar, [p.read_text(encoding="utf-8")[:1200] for p in program_paths(name)[:2]] + [_NESTED]
     else:
         grammar = gg.Grammar.from_file(GRAMMARS / "json.lark")
     return grammar, [p.read_text(encoding="utf-8")[:1500] for p in program_paths(name)[:2]]
 
 
-@pytest.mark.parametrize("name", ["json", "go", "deep"])
+# blocks nested deeper than WALK_DEPTH states; newlines inside brackets; dedents
+_NESTED = "".join(f"{' ' * k}if x{k}:\n" for k in range(20)) + " " * 20 + "y = [1,\n  2] + (\n3)\nz = 1\n"
+
+
+@pytest.mark.parametrize("name", ["json", "go", "python", "deep"])
 def test_viable_rows_agree_with_the_split_walk(name: str, vocabularies, hf_tokenizers, monkeypatch) -> None:
     """The compiled walk of the rows' prefix tree (``native.viable_rows``) finds the rows the split
     walk (paper Alg. 5 in Python) finds, from every stack along texts and after each terminal the
-    parser takes there (the texts' first 1,500 characters). On the right-recursive grammar its
-    reductions pop below the stacks' top segments, then below their top ``WALK_DEPTH`` states,
-    where the split walk takes over."""
+    parser takes there (the texts' first 1,500 characters; Python's with blocks nested past
+    ``WALK_DEPTH`` states). On the right-recursive grammar reductions pop below the stacks' top
+    segments, then below their top ``WALK_DEPTH`` states, where the split walk takes over."""
     from greatgramma.tokenize import encode_exact
 
     vocab = vocabularies("llama3")
@@ -375,6 +382,8 @@ def test_viable_rows_agree_with_the_split_walk(name: str, vocabularies, hf_token
     assert compared > 100 and len(asked) >= compared
     if name == "deep":
         assert {(SEGMENT, True), (WALK_DEPTH, False), (WALK_DEPTH, True)} <= set(asked)
+    if name == "python":  # (a row's dedents pop a block or two: never below WALK_DEPTH states)
+        assert (SEGMENT, True) in asked and any(n > SEGMENT for n, _ in asked)
 
 
 def test_viable_rows_refuses_what_is_out_of_range(vocabularies) -> None:
@@ -390,3 +399,22 @@ def test_viable_rows_refuses_what_is_out_of_range(vocabularies) -> None:
         native.viable_rows(tables, trie._replace(rows=trie.rows[:0]), np.array([0], np.int32), False, ok)
     with pytest.raises(ValueError, match="empty stack"):
         native.viable_rows(tables, trie, np.zeros(0, np.int32), False, ok)
+
+
+def test_viable_rows_refuses_a_bad_indented_stack(vocabularies) -> None:
+    """With an indenter's tables: a negative bracket depth, no levels or a terminal past the
+    kinds raise, not a read past an array."""
+    text = 'start: (stmt | _NL)*\nstmt: NAME _NL | "(" NAME ")" _NL\nNAME: /[a-z]+/\n_NL: /(\\r?\\n[\\t ]*)+/\n%declare _INDENT _DEDENT\n'
+    grammar = gg.Grammar(text, indenter=gg.Indenter(open=("LPAR",), close=("RPAR",)))
+    masker = gg.Masker(gg.compile(grammar, vocabularies("llama2")))
+    masker.mask(masker.initial_state())  # (hangs rows in the tree)
+    sequences = masker.compiled.sequences
+    tables, hung, trie = masker._rows._tables, sequences.sync(), sequences.arrays()
+    assert len(tables.kinds) and len(trie.edge_term)
+    stack, ok, levels = np.array([masker.parser.start_state], np.int32), np.zeros(hung, np.uint8), np.zeros(1, np.int32)
+    native.viable_rows(tables, trie, stack, False, ok, 0, levels)  # (as given, it runs)
+    for brackets, bad_levels in ((-1, levels), (0, levels[:0])):
+        with pytest.raises(ValueError, match="indenter's terminals, bracket depth or levels"):
+            native.viable_rows(tables, trie, stack, False, ok, brackets, bad_levels)
+    with pytest.raises(ValueError, match="out of its array's range"):
+        native.viable_rows(tables._replace(kinds=tables.kinds[:1]), trie, stack, False, ok, 0, levels)
