@@ -4,7 +4,9 @@
                               [--runs 3] [--walks 5] [--out eval/out/ab]
 
 Each revision is exported with ``git archive`` into a temporary directory (``WORKTREE`` names this
-checkout as it is, uncommitted changes included) and runs from its own source: a child process
+checkout as it is, uncommitted changes included), its compiled loops built there as pip builds
+them (``setup.py build_ext --inplace``; the report names the loops each side runs), and runs from
+its own source: a child process
 per cell, ``python -m ab_compare`` with ``cwd`` and ``PYTHONPATH`` the exported tree, so the
 tree's ``greatgramma`` is imported (checked against ``greatgramma.__file__`` in every child). The
 child code is this file, copied beside the trees, and uses only greatgramma's public API, so
@@ -236,9 +238,19 @@ class Tree:
             self.path.mkdir()
             tar = subprocess.run(["git", "-C", str(ROOT), "archive", self.commit], stdout=subprocess.PIPE, check=True)
             subprocess.run(["tar", "-x", "-C", str(self.path)], input=tar.stdout, check=True)
+            if (self.path / "setup.py").is_file():  # its compiled loops, as pip builds them (optional: may fail)
+                subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=self.path, capture_output=True)
         self.subject = git("log", "-1", "--format=%s", self.commit)
+        self.loops = self._loops()
         # Byte-compile first, so that no timed run pays for writing __pycache__.
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(self.path / "greatgramma")], check=True)
+
+    def _loops(self) -> str:
+        """Which loops the tree's greatgramma runs (``native.loops()``), as a child imports it."""
+        code = "import greatgramma.native as n; print(n.loops())"
+        env = {**os.environ, "PYTHONPATH": str(self.path)}
+        proc = subprocess.run([sys.executable, "-c", code], cwd=self.path, env=env, capture_output=True, text=True)
+        return proc.stdout.strip() if proc.returncode == 0 else "numpy (no compiled module in this revision)"
 
     def label(self) -> str:
         return f"{self.rev} ({self.commit[:12]}{' + uncommitted changes' if self.uncommitted else ''})"
@@ -426,7 +438,8 @@ def render(meta: dict, masks: list[dict] | None, timing: list[dict] | None) -> s
     lines = [f"# A/B: {meta['old']['label']} -> {meta['new']['label']}", ""]
     for side in SIDES:
         m = meta[side]
-        lines.append(f"- {side}: `{m['commit']}`{' + uncommitted changes' if m['uncommitted'] else ''} {m['subject']}")
+        lines.append(f"- {side}: `{m['commit']}`{' + uncommitted changes' if m['uncommitted'] else ''} {m['subject']} "
+                     f"(loops: {m.get('loops', 'not recorded')})")
     lines += [
         f"- {meta['date']}, {meta['machine']}, {meta['cpus']} CPUs, Python {meta['python']}; 1-minute load average "
         f"{meta['load_start']:.2f} at the start, {meta['load_end']:.2f} at the end; {meta['seconds']:.0f} s in all.",
@@ -538,7 +551,7 @@ def main() -> None:
         revs = (args.old_rev, args.new_rev)
         trees = {side: Tree(side, rev, tmp, runner, args.timeout) for side, rev in zip(SIDES, revs)}
         for tree in trees.values():
-            print(f"{tree.side}: {tree.label()} {tree.subject} -> {tree.path}", flush=True)
+            print(f"{tree.side}: {tree.label()} {tree.subject} -> {tree.path} (loops: {tree.loops})", flush=True)
         args.out.mkdir(parents=True, exist_ok=True)
         masks = timing = None
         if do_masks:
@@ -552,7 +565,7 @@ def main() -> None:
             shutil.rmtree(tmp, ignore_errors=True)
     meta = {
         **{side: {"rev": t.rev, "commit": t.commit, "uncommitted": t.uncommitted, "subject": t.subject,
-                  "label": t.label()} for side, t in trees.items()},
+                  "label": t.label(), "loops": t.loops} for side, t in trees.items()},
         "date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.platform(), "cpus": os.cpu_count(),
         "python": platform.python_version(), "load_start": load_start, "load_end": os.getloadavg()[0],
         "seconds": time.perf_counter() - start, "runs": args.runs, "walks": args.walks,
