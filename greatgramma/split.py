@@ -6,11 +6,11 @@ For each stack top p, walking the prefix tree of the rows' terminal sequences
 whatever lies below (always accepted), those it rejects, and the context-dependent rest,
 whose terminals reduce below p: only these are fed on the live stack.
 
-With the compiled loops (:mod:`greatgramma.native`) and the LALR parser or Go's semicolon
-inserter, the whole tree is walked on the live stack instead, in C without the GIL: a stack takes
-~100 of its nodes, ~30 us a Go stack at 128K where the split walk in Python took ~0.15 ms (the
-splits are then not made). The indenter's stacks and other postlexers' take the split walk, and so
-do reductions that pop below the top ``WALK_DEPTH`` states.
+With the compiled loops (:mod:`greatgramma.native`) and the LALR parser, Go's semicolon
+inserter or the indenter, the whole tree is walked on the live stack instead, in C without the
+GIL: a stack takes ~100 of its nodes, ~30 us a Go stack at 128K where the split walk in Python
+took ~0.15 ms (the splits are then not made). Other postlexers' stacks take the split walk, and
+so do reductions that pop below the top ``WALK_DEPTH`` states.
 """
 
 from __future__ import annotations
