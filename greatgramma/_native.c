@@ -1507,8 +1507,7 @@ static int ind_feed(RowWalk *w, const IndStack *in, int64_t term, IndStack *out)
         int64_t base, pushed;
         w->st = w->arena + out->st;
         if (out->brackets == 0) rc = lr_feed(w, out->len, w->ind_nl, &base, &pushed);
-    }
-    else if (kind == KIND_OPEN || kind == KIND_CLOSE) {
+    } else if (kind == KIND_OPEN || kind == KIND_CLOSE) {
         if (kind == KIND_CLOSE && out->brackets == 0) return FEED_REJECTED;
         out->brackets += kind == KIND_OPEN ? 1 : -1;
         rc = ind_lr(w, out, term);
